@@ -1,0 +1,69 @@
+// What `platformctl streams` (and the services' gauges) say about a queue, computed from two
+// readings of JetStream's own numbers.
+//
+// Pure: no I/O; the reading times are inputs, so tests control the clock. Rules the numbers keep
+// (see the queue-observability notes): pending (not yet delivered) and unacknowledged (delivered,
+// not acked) are never added together; a rate is the difference of two readings over their
+// interval, floored at zero; the backlog age comes from the oldest message still held.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace core::backlog {
+
+struct ConsumerReading {
+  std::string name;
+  uint64_t pending = 0;        // not yet delivered to anyone
+  uint64_t unacked = 0;        // delivered, waiting for an ack
+  uint64_t redelivered = 0;    // messages delivered more than once, still unacked
+  uint64_t delivered_seq = 0;  // consumer sequence of the last delivery
+  uint64_t ack_floor_seq = 0;  // consumer sequence below which all are acked
+  int64_t last_delivered_ns = 0;
+  int64_t last_acked_ns = 0;
+  int64_t max_ack_pending = 0;  // the consumer's limit; -1 = unlimited
+  int64_t waiting_pulls = 0;
+};
+
+struct StreamReading {
+  std::string name;
+  int64_t read_at_ns = 0;  // when JetStream answered
+  uint64_t messages = 0;
+  uint64_t bytes = 0;
+  uint64_t first_seq = 0;
+  uint64_t last_seq = 0;
+  int64_t first_ns = 0;  // timestamp of the oldest held message (meaningless when messages == 0)
+  std::vector<ConsumerReading> consumers;
+};
+
+struct ConsumerView {
+  ConsumerReading now;
+  std::optional<double> delivery_rate;  // deliveries/s (redeliveries included)
+  std::optional<double> ack_rate;       // acks/s, from the ack floor: a lower bound
+  bool saturated = false;  // unacked at its max_ack_pending: it can be handed nothing more
+  bool wedged = false;     // unacked > 0 and nothing acked over the interval
+};
+
+struct StreamView {
+  StreamReading now;
+  std::optional<int64_t> oldest_ns;          // nullopt when nothing is held
+  std::optional<double> oldest_age_seconds;  // now - oldest held message
+  std::optional<double> interval_seconds;    // between the two readings
+  std::optional<double> in_rate;             // messages stored/s
+  std::optional<double> out_rate;            // messages removed/s (acked, erased, expired)
+  // Seconds until empty at the current net drain rate; nullopt when unknown or not draining.
+  std::optional<double> time_to_clear_seconds;
+  bool draining = false;  // out_rate > in_rate, or empty
+  std::vector<ConsumerView> consumers;
+};
+
+// `before` may be absent (one reading: no rates). A consumer new in `now` has no rates.
+StreamView Compute(const std::optional<StreamReading>& before, const StreamReading& now);
+
+// A rate over an interval, floored at zero (counters that went back mean a reset, not negative
+// traffic). Nullopt when the interval is not positive.
+std::optional<double> Rate(uint64_t before, uint64_t after, double interval_seconds);
+
+}  // namespace core::backlog

@@ -1,0 +1,86 @@
+// Configuration from environment variables, validated at start-up.
+//
+// ConfigReader reads from an injected map (tests pass their own; services pass the process
+// environment) and collects every problem before failing, so an operator sees all bad variables
+// at once. Finish() throws ConfigError: a start-up error, the one place exceptions are used.
+// Not thread-safe; use it on the main thread before any worker starts.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace core {
+
+using Millis = std::chrono::milliseconds;
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses "500ms", "30s", "15m", "72h", "7d" and sums like "1h30m". Nullopt when malformed.
+std::optional<Millis> ParseDuration(const std::string& text);
+std::string FormatDuration(Millis d);
+
+class ConfigReader {
+ public:
+  explicit ConfigReader(std::map<std::string, std::string> env);
+  static ConfigReader FromProcess();
+
+  std::string String(const std::string& name, const std::string& fallback);
+  std::optional<std::string> Optional(const std::string& name);
+  int64_t Int(const std::string& name, int64_t fallback, int64_t min, int64_t max);
+  Millis Duration(const std::string& name, Millis fallback, Millis min, Millis max);
+  std::string OneOf(const std::string& name, const std::string& fallback,
+                    const std::vector<std::string>& allowed);
+  // A comma list of URLs, each with one of the schemes and a host:port.
+  std::vector<std::string> UrlList(const std::string& name, const std::string& fallback,
+                                   const std::vector<std::string>& schemes);
+  // host:port with a numeric port.
+  std::string HostPort(const std::string& name, const std::string& fallback);
+
+  void Fail(const std::string& name, const std::string& why);
+  // Throws ConfigError listing every problem found so far.
+  void Finish() const;
+  const std::vector<std::string>& errors() const { return errors_; }
+
+ private:
+  std::map<std::string, std::string> env_;
+  std::vector<std::string> errors_;
+};
+
+// What every binary reads: how to reach NATS, where to serve /metrics, how to log.
+struct CommonConfig {
+  std::vector<std::string> nats_urls;
+  std::string nats_user;
+  std::string nats_password;
+  std::string nats_creds;
+  std::string metrics_listen;
+  std::string log_level;
+  std::string log_format;
+  std::string instance;  // host name used in logs and leases
+};
+
+CommonConfig ReadCommonConfig(ConfigReader& r, const std::string& default_metrics_listen);
+
+// The stream and bucket settings of SPEC §2, shared by platformctl init and the services.
+struct TopologyConfig {
+  int replicas = 1;
+  Millis duplicate_window = std::chrono::minutes(2);
+  Millis web_events_max_age = std::chrono::hours(72);
+  Millis api_metrics_max_age = std::chrono::hours(72);
+  Millis web_dlq_max_age = std::chrono::hours(24 * 7);
+  Millis api_dlq_max_age = std::chrono::hours(24 * 30);
+  Millis lock_ttl = std::chrono::seconds(15);
+  Millis visit_state_ttl = std::chrono::hours(24);
+  Millis stored_ids_ttl = std::chrono::hours(96);
+};
+
+TopologyConfig ReadTopologyConfig(ConfigReader& r);
+
+}  // namespace core

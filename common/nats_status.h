@@ -1,0 +1,15 @@
+// nats.c status → Error. Included only by adapter files (it needs nats.h).
+#pragma once
+
+#include <nats/nats.h>
+
+#include <string>
+
+#include "common/result.h"
+
+namespace core {
+
+// what: the operation, for the message ("stream info WEB_EVENTS"). jerr: JetStream's error code.
+Error NatsError(natsStatus s, const std::string& what, jsErrCode jerr = static_cast<jsErrCode>(0));
+
+}  // namespace core

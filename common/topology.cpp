@@ -1,0 +1,149 @@
+#include "common/topology.h"
+
+#include <algorithm>
+
+namespace core::topology {
+
+const char* RetentionName(Retention r) {
+  switch (r) {
+    case Retention::kLimits:
+      return "limits";
+    case Retention::kWorkQueue:
+      return "work queue";
+    case Retention::kInterest:
+      return "interest";
+  }
+  return "?";
+}
+
+const char* ActionName(StreamPlan::Action a) {
+  switch (a) {
+    case StreamPlan::Action::kCreate:
+      return "created";
+    case StreamPlan::Action::kUnchanged:
+      return "unchanged";
+    case StreamPlan::Action::kUpdate:
+      return "updated";
+    case StreamPlan::Action::kConflict:
+      return "CONFLICT";
+  }
+  return "?";
+}
+
+namespace {
+
+StreamSettings Stream(std::string name, std::string subject, Retention retention, Millis max_age,
+                      const TopologyConfig& c, bool allow_direct) {
+  StreamSettings s;
+  s.name = std::move(name);
+  s.subjects = {std::move(subject)};
+  s.retention = retention;
+  s.replicas = c.replicas;
+  s.max_age = max_age;
+  s.duplicate_window = c.duplicate_window;
+  s.allow_direct = allow_direct;
+  return s;
+}
+
+StreamSettings Bucket(const std::string& bucket, Millis ttl, const TopologyConfig& c) {
+  StreamSettings s;
+  s.name = "KV_" + bucket;
+  s.bucket = bucket;
+  s.subjects = {"$KV." + bucket + ".>"};
+  s.retention = Retention::kLimits;
+  s.replicas = c.replicas;
+  s.max_age = ttl;
+  // A KV bucket's duplicate window is capped by its TTL (the server requires it).
+  s.duplicate_window = std::min<Millis>(ttl, std::chrono::minutes(2));
+  s.max_msgs_per_subject = 1;
+  s.allow_direct = true;
+  return s;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+}  // namespace
+
+std::vector<StreamSettings> Desired(const TopologyConfig& c) {
+  return {
+      Stream(kWebEvents, std::string(kWebEventsSubjectPrefix) + "*", Retention::kWorkQueue,
+             c.web_events_max_age, c, false),
+      Stream(kApiMetrics, std::string(kApiMetricsSubjectPrefix) + "*", Retention::kWorkQueue,
+             c.api_metrics_max_age, c, false),
+      // DLQs are browsed by list/replay without consuming them: direct get keeps that cheap.
+      Stream(kWebDlq, std::string(kWebDlqSubjectPrefix) + "*", Retention::kLimits,
+             c.web_dlq_max_age, c, true),
+      Stream(kApiDlq, std::string(kApiDlqSubjectPrefix) + "*", Retention::kLimits,
+             c.api_dlq_max_age, c, true),
+      Bucket(kLocksBucket, c.lock_ttl, c),
+      Bucket(kVisitStateBucket, c.visit_state_ttl, c),
+      Bucket(kStoredIdsBucket, c.stored_ids_ttl, c),
+  };
+}
+
+StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSettings>& have) {
+  using A = StreamPlan::Action;
+  StreamPlan plan;
+  if (!have) {
+    plan.action = A::kCreate;
+    return plan;
+  }
+  std::vector<std::string> conflicts;
+  if (have->retention != want.retention) {
+    conflicts.push_back(std::string("retention is ") + RetentionName(have->retention) +
+                        ", expected " + RetentionName(want.retention));
+  }
+  if (have->file_storage != want.file_storage) {
+    conflicts.push_back(std::string("storage is ") + (have->file_storage ? "file" : "memory") +
+                        ", expected " + (want.file_storage ? "file" : "memory"));
+  }
+  auto want_subjects = want.subjects;
+  auto have_subjects = have->subjects;
+  std::sort(want_subjects.begin(), want_subjects.end());
+  std::sort(have_subjects.begin(), have_subjects.end());
+  bool foreign = false;
+  for (const auto& s : have_subjects) {
+    if (!std::binary_search(want_subjects.begin(), want_subjects.end(), s)) foreign = true;
+  }
+  if (foreign) {
+    conflicts.push_back("subjects are " + Join(have_subjects) + ", expected " +
+                        Join(want_subjects));
+  }
+  if (!conflicts.empty()) {
+    plan.action = A::kConflict;
+    plan.changes = std::move(conflicts);
+    return plan;
+  }
+  if (have_subjects != want_subjects) {
+    plan.changes.push_back("subjects " + Join(have_subjects) + " -> " + Join(want_subjects));
+  }
+  if (have->replicas != want.replicas) {
+    plan.changes.push_back("replicas " + std::to_string(have->replicas) + " -> " +
+                           std::to_string(want.replicas));
+  }
+  if (have->max_age != want.max_age) {
+    plan.changes.push_back("max age " + FormatDuration(have->max_age) + " -> " +
+                           FormatDuration(want.max_age));
+  }
+  if (have->duplicate_window != want.duplicate_window) {
+    plan.changes.push_back("duplicate window " + FormatDuration(have->duplicate_window) + " -> " +
+                           FormatDuration(want.duplicate_window));
+  }
+  if (have->max_msgs_per_subject != want.max_msgs_per_subject) {
+    plan.changes.push_back("max messages per subject " +
+                           std::to_string(have->max_msgs_per_subject) + " -> " +
+                           std::to_string(want.max_msgs_per_subject));
+  }
+  if (have->allow_direct != want.allow_direct) {
+    plan.changes.push_back(std::string("direct get ") + (have->allow_direct ? "on" : "off") +
+                           " -> " + (want.allow_direct ? "on" : "off"));
+  }
+  plan.action = plan.changes.empty() ? A::kUnchanged : A::kUpdate;
+  return plan;
+}
+
+}  // namespace core::topology

@@ -1,0 +1,58 @@
+// The streams and buckets of SPEC §2 as data, and the plan that brings a server to them.
+//
+// Pure: no I/O. platformctl init reads what exists (jetstream.h), asks PlanStream() what to do,
+// and applies it. Safe from any thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+
+namespace core::topology {
+
+inline constexpr const char* kWebEvents = "WEB_EVENTS";
+inline constexpr const char* kApiMetrics = "API_METRICS";
+inline constexpr const char* kWebDlq = "WEB_DLQ";
+inline constexpr const char* kApiDlq = "API_DLQ";
+inline constexpr const char* kWebEventsSubjectPrefix = "web.events.";
+inline constexpr const char* kApiMetricsSubjectPrefix = "api.metrics.";
+inline constexpr const char* kWebDlqSubjectPrefix = "dlq.web.";
+inline constexpr const char* kApiDlqSubjectPrefix = "dlq.api.";
+inline constexpr const char* kLocksBucket = "locks";
+inline constexpr const char* kVisitStateBucket = "visit_state";
+inline constexpr const char* kStoredIdsBucket = "replayer_stored";
+
+enum class Retention { kLimits, kWorkQueue, kInterest };
+const char* RetentionName(Retention r);
+
+struct StreamSettings {
+  std::string name;                   // the stream name (KV_<bucket> for a bucket)
+  std::string bucket;                 // non-empty for a KV bucket
+  std::vector<std::string> subjects;  // kept sorted
+  Retention retention = Retention::kLimits;
+  bool file_storage = true;
+  int replicas = 1;
+  Millis max_age{0};  // 0 = unlimited
+  Millis duplicate_window{0};
+  int64_t max_msgs_per_subject = -1;  // KV history
+  bool allow_direct = false;
+};
+
+// Every stream and bucket platformctl init provisions, in creation order.
+std::vector<StreamSettings> Desired(const TopologyConfig& config);
+
+struct StreamPlan {
+  enum class Action { kCreate, kUnchanged, kUpdate, kConflict };
+  Action action = Action::kUnchanged;
+  std::vector<std::string> changes;  // "max age 72h -> 96h", or why it conflicts
+};
+
+// What to do to turn `have` (nullopt: absent) into `want`. A difference JetStream cannot apply in
+// place (retention, storage, foreign subjects) is a conflict: reported, never recreated.
+StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSettings>& have);
+
+const char* ActionName(StreamPlan::Action a);
+
+}  // namespace core::topology

@@ -1,0 +1,128 @@
+#include "platformctl/app.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/nats_client.h"
+#include "platformctl/init.h"
+#include "platformctl/streams.h"
+
+namespace platformctl {
+namespace {
+
+constexpr const char* kExitCodes =
+    "Exit codes: 0 done; 1 partly done (a conflict, a skipped or failed message); "
+    "2 usage or configuration error; 3 cannot reach NATS.";
+
+struct Shared {
+  core::CommonConfig common;
+  core::TopologyConfig topology;
+};
+
+// Configuration errors are usage errors: print every bad variable and exit 2.
+bool ReadConfig(Shared& shared, int replicas_override) {
+  auto reader = core::ConfigReader::FromProcess();
+  shared.common = core::ReadCommonConfig(reader, "127.0.0.1:0");
+  shared.topology = core::ReadTopologyConfig(reader);
+  if (replicas_override > 0) shared.topology.replicas = replicas_override;
+  try {
+    reader.Finish();
+  } catch (const core::ConfigError& e) {
+    std::cerr << "platformctl: " << e.what() << "\n";
+    return false;
+  }
+  core::SetUpLogging("platformctl",
+                     shared.common.log_level == "info" ? "warn" : shared.common.log_level,
+                     shared.common.log_format);
+  return true;
+}
+
+core::Result<std::unique_ptr<core::NatsClient>> Connect(const Shared& shared) {
+  core::NatsClient::Options o;
+  o.client_name = "platformctl";
+  return core::NatsClient::Connect(shared.common, o);
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  core::NatsLibraryGuard nats_guard;
+  CLI::App app{"platformctl: provisioning, stream backlog and DLQ tools for the core workers"};
+  app.footer(kExitCodes);
+  app.require_subcommand(1);
+
+  int replicas = 0;
+  bool dry_run = false;
+  auto* init = app.add_subcommand(
+      "init",
+      "Create or update the streams, DLQs and KV buckets (idempotent; a conflicting "
+      "stream is reported, never recreated)");
+  init->add_option("--replicas", replicas, "Replica count (overrides STREAM_REPLICAS)")
+      ->check(CLI::Range(1, 5));
+  init->add_flag("--dry-run", dry_run, "Say what would change, change nothing");
+
+  StreamsOptions streams_options;
+  bool json = false;
+  std::string interval = "2s";
+  auto* streams = app.add_subcommand(
+      "streams",
+      "Per stream: messages held, bytes, oldest message and its age, in/out rates and "
+      "time-to-clear; per consumer: pending (not delivered) and unacked (delivered, "
+      "not acked) kept apart, redeliveries, ack activity");
+  streams->add_option("--stream", streams_options.only, "Only these streams (repeatable)");
+  streams->add_option("--interval", interval,
+                      "Time between the two readings the rates come from; 0 = one reading, no "
+                      "rates (default 2s)");
+  streams->add_flag("--json", json, "One JSON object with a streams array");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+
+  Shared shared;
+  if (!ReadConfig(shared, replicas)) return kExitUsage;
+
+  if (*init) {
+    auto client = Connect(shared);
+    if (!client) {
+      std::cerr << "platformctl: " << client.error().message << "\n";
+      return kExitNoNats;
+    }
+    auto report = Init(**client, shared.topology, dry_run);
+    PrintInit(report, dry_run, std::cout);
+    return report.failed() ? kExitPartial : kExitOk;
+  }
+  if (*streams) {
+    auto d = core::ParseDuration(interval);
+    if (interval == "0") d = core::Millis(0);
+    if (!d || *d > std::chrono::minutes(10)) {
+      std::cerr << "platformctl: --interval '" << interval
+                << "' is not a duration up to 10m (examples: 0, 500ms, 2s, 1m)\n";
+      return kExitUsage;
+    }
+    streams_options.interval = *d;
+    auto client = Connect(shared);
+    if (!client) {
+      std::cerr << "platformctl: " << client.error().message << "\n";
+      return kExitNoNats;
+    }
+    auto views = CollectStreams(**client, streams_options);
+    if (!views) {
+      std::cerr << "platformctl: " << views.error().message << "\n";
+      return views.error().kind == core::ErrorKind::kRetryable ? kExitNoNats : kExitPartial;
+    }
+    if (json)
+      PrintStreamsJson(*views, std::cout);
+    else
+      PrintStreamsText(*views, std::cout);
+    return kExitOk;
+  }
+  return kExitUsage;
+}
+
+}  // namespace platformctl

@@ -1,0 +1,12 @@
+// platformctl's command line: parses arguments, reads the shared configuration and runs one
+// command. Exit codes (also in --help and README): 0 done, 1 partly done or a conflict,
+// 2 usage or configuration error, 3 cannot reach NATS.
+#pragma once
+
+namespace platformctl {
+
+enum ExitCode { kExitOk = 0, kExitPartial = 1, kExitUsage = 2, kExitNoNats = 3 };
+
+int Main(int argc, char** argv);
+
+}  // namespace platformctl

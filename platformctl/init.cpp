@@ -1,0 +1,78 @@
+#include "platformctl/init.h"
+
+#include "common/nats_admin.h"
+
+namespace platformctl {
+
+using core::topology::StreamPlan;
+
+bool InitReport::changed() const {
+  for (const auto& l : lines) {
+    if (l.plan.action == StreamPlan::Action::kCreate ||
+        l.plan.action == StreamPlan::Action::kUpdate) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool InitReport::failed() const {
+  for (const auto& l : lines) {
+    if (!l.error.empty() || l.plan.action == StreamPlan::Action::kConflict) return true;
+  }
+  return false;
+}
+
+InitReport Init(core::NatsClient& client, const core::TopologyConfig& config, bool dry_run) {
+  InitReport report;
+  for (const auto& want : core::topology::Desired(config)) {
+    InitLine line;
+    line.name = want.bucket.empty() ? want.name : "KV " + want.bucket;
+    auto have = core::nats_admin::ReadSettings(client, want.name);
+    if (!have) {
+      line.error = have.error().message;
+      report.lines.push_back(std::move(line));
+      continue;
+    }
+    line.plan = core::topology::PlanStream(want, *have);
+    if (!dry_run) {
+      core::Status s;
+      if (line.plan.action == StreamPlan::Action::kCreate)
+        s = core::nats_admin::Create(client, want);
+      if (line.plan.action == StreamPlan::Action::kUpdate)
+        s = core::nats_admin::Update(client, want);
+      if (!s) line.error = s.error().message;
+    }
+    report.lines.push_back(std::move(line));
+  }
+  return report;
+}
+
+void PrintInit(const InitReport& report, bool dry_run, std::ostream& out) {
+  for (const auto& l : report.lines) {
+    out << l.name << ": ";
+    if (!l.error.empty()) {
+      out << "FAILED: " << l.error << "\n";
+      continue;
+    }
+    if (dry_run && l.plan.action == StreamPlan::Action::kCreate)
+      out << "would be created";
+    else if (dry_run && l.plan.action == StreamPlan::Action::kUpdate)
+      out << "would be updated";
+    else
+      out << core::topology::ActionName(l.plan.action);
+    std::string sep = l.plan.action == StreamPlan::Action::kConflict ? ", left as it is: " : ": ";
+    for (size_t i = 0; i < l.plan.changes.size(); ++i) {
+      out << (i == 0 ? sep : "; ") << l.plan.changes[i];
+    }
+    out << "\n";
+  }
+  if (report.failed()) {
+    out << "init incomplete: fix the streams marked CONFLICT or FAILED above (a conflicting "
+           "stream is never recreated automatically; it may hold messages)\n";
+  } else if (!report.changed()) {
+    out << "no change: every stream and bucket is as configured\n";
+  }
+}
+
+}  // namespace platformctl

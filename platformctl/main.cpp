@@ -1,0 +1,3 @@
+#include "platformctl/app.h"
+
+int main(int argc, char** argv) { return platformctl::Main(argc, argv); }

@@ -1,0 +1,191 @@
+#include "platformctl/streams.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/nats_admin.h"
+#include "common/timefmt.h"
+#include "common/topology.h"
+
+namespace platformctl {
+
+using core::backlog::StreamReading;
+using core::backlog::StreamView;
+
+namespace {
+
+// Our streams first, in the order an operator reads them, then the rest by name.
+std::vector<std::string> Order(std::vector<std::string> names) {
+  static const std::vector<std::string> kFirst = {core::topology::kWebEvents,
+                                                  core::topology::kApiMetrics,
+                                                  core::topology::kWebDlq, core::topology::kApiDlq};
+  auto rank = [](const std::string& n) {
+    auto it = std::find(kFirst.begin(), kFirst.end(), n);
+    return it == kFirst.end() ? kFirst.size() : static_cast<size_t>(it - kFirst.begin());
+  };
+  std::sort(names.begin(), names.end(), [&](const auto& a, const auto& b) {
+    return std::make_pair(rank(a), a) < std::make_pair(rank(b), b);
+  });
+  return names;
+}
+
+std::string Rate(const std::optional<double>& r) {
+  if (!r) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f", *r);
+  return buf;
+}
+
+std::string Bytes(uint64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f%s" : "%.1f%s", v, units[u]);
+  return buf;
+}
+
+nlohmann::json Opt(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json Ts(int64_t ns) {
+  return ns > 0 ? nlohmann::json(core::FormatRfc3339(ns)) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+core::Result<std::vector<StreamView>> CollectStreams(core::NatsClient& client,
+                                                     const StreamsOptions& options) {
+  std::vector<std::string> names = options.only;
+  if (names.empty()) {
+    auto all = core::nats_admin::StreamNames(client);
+    if (!all) return all.error();
+    names = *all;
+  }
+  names = Order(names);
+  auto read_all = [&]() -> core::Result<std::map<std::string, StreamReading>> {
+    std::map<std::string, StreamReading> out;
+    for (const auto& n : names) {
+      auto r = core::nats_admin::ReadStream(client, n);
+      if (!r) return r.error();
+      out[n] = *r;
+    }
+    return out;
+  };
+  auto first = read_all();
+  if (!first) return first.error();
+  std::optional<std::map<std::string, StreamReading>> second;
+  if (options.interval.count() > 0) {
+    std::this_thread::sleep_for(options.interval);
+    auto again = read_all();
+    if (!again) return again.error();
+    second = std::move(*again);
+  }
+  std::vector<StreamView> views;
+  for (const auto& n : names) {
+    if (second)
+      views.push_back(core::backlog::Compute(first->at(n), second->at(n)));
+    else
+      views.push_back(core::backlog::Compute(std::nullopt, first->at(n)));
+  }
+  return views;
+}
+
+void PrintStreamsText(const std::vector<StreamView>& views, std::ostream& out) {
+  if (views.empty()) {
+    out << "no streams (run platformctl init)\n";
+    return;
+  }
+  const auto& v0 = views.front();
+  out << "read from JetStream at " << core::FormatRfc3339(v0.now.read_at_ns);
+  if (v0.interval_seconds)
+    out << "; rates over " << Rate(v0.interval_seconds) << "s";
+  else
+    out << "; one reading, no rates";
+  out << "\n";
+  char line[512];
+  std::snprintf(line, sizeof(line), "%-20s %10s %10s  %-24s %9s %8s %8s  %s\n", "STREAM", "HELD",
+                "BYTES", "OLDEST", "AGE", "IN/s", "OUT/s", "TIME-TO-CLEAR");
+  out << line;
+  for (const auto& v : views) {
+    std::string clear = v.time_to_clear_seconds ? core::HumanSeconds(*v.time_to_clear_seconds)
+                        : v.in_rate             ? "not draining"
+                                                : "-";
+    std::snprintf(line, sizeof(line), "%-20s %10llu %10s  %-24s %9s %8s %8s  %s\n",
+                  v.now.name.c_str(), static_cast<unsigned long long>(v.now.messages),
+                  Bytes(v.now.bytes).c_str(),
+                  v.oldest_ns ? core::FormatRfc3339(*v.oldest_ns).c_str() : "-",
+                  v.oldest_age_seconds ? core::HumanSeconds(*v.oldest_age_seconds).c_str() : "-",
+                  Rate(v.in_rate).c_str(), Rate(v.out_rate).c_str(), clear.c_str());
+    out << line;
+    for (const auto& c : v.consumers) {
+      std::snprintf(
+          line, sizeof(line),
+          "  consumer %-14s pending %llu  unacked %llu/%lld  redelivered %llu  "
+          "delivered/s %s  acked/s %s  last ack %s",
+          c.now.name.c_str(), static_cast<unsigned long long>(c.now.pending),
+          static_cast<unsigned long long>(c.now.unacked),
+          static_cast<long long>(c.now.max_ack_pending),
+          static_cast<unsigned long long>(c.now.redelivered), Rate(c.delivery_rate).c_str(),
+          Rate(c.ack_rate).c_str(),
+          c.now.last_acked_ns > 0 ? core::FormatRfc3339(c.now.last_acked_ns).c_str() : "never");
+      out << line;
+      if (c.saturated) out << "  SATURATED (unacked at max ack pending)";
+      if (c.wedged) out << "  WEDGED (unacked held, no ack over the interval)";
+      out << "\n";
+    }
+  }
+}
+
+void PrintStreamsJson(const std::vector<StreamView>& views, std::ostream& out) {
+  nlohmann::json root;
+  root["streams"] = nlohmann::json::array();
+  if (!views.empty()) {
+    root["read_at"] = core::FormatRfc3339(views.front().now.read_at_ns);
+    root["interval_seconds"] = Opt(views.front().interval_seconds);
+  }
+  for (const auto& v : views) {
+    nlohmann::json s;
+    s["name"] = v.now.name;
+    s["messages"] = v.now.messages;
+    s["bytes"] = v.now.bytes;
+    s["first_seq"] = v.now.first_seq;
+    s["last_seq"] = v.now.last_seq;
+    s["oldest_ts"] = v.oldest_ns ? nlohmann::json(core::FormatRfc3339(*v.oldest_ns)) : nullptr;
+    s["oldest_age_seconds"] = Opt(v.oldest_age_seconds);
+    s["in_rate"] = Opt(v.in_rate);
+    s["out_rate"] = Opt(v.out_rate);
+    s["time_to_clear_seconds"] = Opt(v.time_to_clear_seconds);
+    s["draining"] = v.draining;
+    s["read_at"] = core::FormatRfc3339(v.now.read_at_ns);
+    s["consumers"] = nlohmann::json::array();
+    for (const auto& c : v.consumers) {
+      nlohmann::json j;
+      j["name"] = c.now.name;
+      j["pending"] = c.now.pending;
+      j["unacked"] = c.now.unacked;
+      j["redelivered"] = c.now.redelivered;
+      j["max_ack_pending"] = c.now.max_ack_pending;
+      j["waiting_pulls"] = c.now.waiting_pulls;
+      j["delivery_rate"] = Opt(c.delivery_rate);
+      j["ack_rate"] = Opt(c.ack_rate);
+      j["last_delivered_ts"] = Ts(c.now.last_delivered_ns);
+      j["last_acked_ts"] = Ts(c.now.last_acked_ns);
+      j["saturated"] = c.saturated;
+      j["wedged"] = c.wedged;
+      s["consumers"].push_back(std::move(j));
+    }
+    root["streams"].push_back(std::move(s));
+  }
+  out << root.dump(2) << "\n";
+}
+
+}  // namespace platformctl

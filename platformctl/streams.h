@@ -1,0 +1,31 @@
+// platformctl streams: backlog, ages, pending vs unacknowledged, rates and time-to-clear.
+//
+// Rates come from two readings of JetStream taken `interval` apart by this command (not from
+// the services' counters), so they exist even when no service runs. Rendering is pure and
+// separate from collection so tests can render readings they built.
+// Single-threaded: called from platformctl's main thread.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common/backlog.h"
+#include "common/nats_client.h"
+#include "common/result.h"
+
+namespace platformctl {
+
+struct StreamsOptions {
+  std::vector<std::string> only;  // stream names; empty = every stream on the server
+  core::Millis interval{2000};    // 0 = one reading, no rates
+};
+
+core::Result<std::vector<core::backlog::StreamView>> CollectStreams(core::NatsClient& client,
+                                                                    const StreamsOptions& options);
+
+void PrintStreamsText(const std::vector<core::backlog::StreamView>& views, std::ostream& out);
+void PrintStreamsJson(const std::vector<core::backlog::StreamView>& views, std::ostream& out);
+
+}  // namespace platformctl

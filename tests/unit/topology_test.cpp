@@ -1,0 +1,90 @@
+#include "common/topology.h"
+
+#include <catch2/catch.hpp>
+
+using namespace core::topology;
+using A = StreamPlan::Action;
+
+namespace {
+StreamSettings Find(const std::vector<StreamSettings>& all, const std::string& name) {
+  for (const auto& s : all) {
+    if (s.name == name) return s;
+  }
+  FAIL("no stream " << name);
+  return {};
+}
+}  // namespace
+
+TEST_CASE("the desired topology follows SPEC section 2", "[topology]") {
+  core::TopologyConfig c;
+  auto all = Desired(c);
+  REQUIRE(all.size() == 7);
+  auto web = Find(all, "WEB_EVENTS");
+  CHECK(web.subjects == std::vector<std::string>{"web.events.*"});
+  CHECK(web.retention == Retention::kWorkQueue);
+  CHECK(web.max_age == std::chrono::hours(72));
+  auto api = Find(all, "API_METRICS");
+  CHECK(api.subjects == std::vector<std::string>{"api.metrics.*"});
+  CHECK(api.retention == Retention::kWorkQueue);
+  auto wdlq = Find(all, "WEB_DLQ");
+  CHECK(wdlq.subjects == std::vector<std::string>{"dlq.web.*"});
+  CHECK(wdlq.retention == Retention::kLimits);
+  CHECK(wdlq.max_age == std::chrono::hours(24 * 7));
+  auto adlq = Find(all, "API_DLQ");
+  CHECK(adlq.max_age == std::chrono::hours(24 * 30));
+  auto locks = Find(all, "KV_locks");
+  CHECK(locks.bucket == "locks");
+  CHECK(locks.max_age == c.lock_ttl);
+  CHECK(locks.duplicate_window <= locks.max_age);
+  for (const auto& s : all) CHECK(s.file_storage);
+}
+
+TEST_CASE("replicas come from the configuration", "[topology]") {
+  core::TopologyConfig c;
+  c.replicas = 3;
+  for (const auto& s : Desired(c)) CHECK(s.replicas == 3);
+}
+
+TEST_CASE("plan: absent is created, equal is unchanged", "[topology]") {
+  auto want = Desired(core::TopologyConfig{}).front();
+  CHECK(PlanStream(want, std::nullopt).action == A::kCreate);
+  auto plan = PlanStream(want, want);
+  CHECK(plan.action == A::kUnchanged);
+  CHECK(plan.changes.empty());
+}
+
+TEST_CASE("plan: updatable differences are listed", "[topology]") {
+  auto want = Desired(core::TopologyConfig{}).front();
+  auto have = want;
+  have.max_age = std::chrono::hours(24);
+  have.replicas = 3;
+  auto plan = PlanStream(want, have);
+  CHECK(plan.action == A::kUpdate);
+  REQUIRE(plan.changes.size() == 2);
+  CHECK(plan.changes[0] == "replicas 3 -> 1");
+  CHECK(plan.changes[1] == "max age 1d -> 3d");
+}
+
+TEST_CASE("plan: retention, storage or foreign subjects conflict", "[topology]") {
+  auto want = Desired(core::TopologyConfig{}).front();
+  auto have = want;
+  have.retention = Retention::kLimits;
+  auto plan = PlanStream(want, have);
+  CHECK(plan.action == A::kConflict);
+  CHECK(plan.changes.at(0) == "retention is limits, expected work queue");
+
+  have = want;
+  have.file_storage = false;
+  CHECK(PlanStream(want, have).action == A::kConflict);
+
+  have = want;
+  have.subjects = {"web.events.*", "other.>"};
+  plan = PlanStream(want, have);
+  CHECK(plan.action == A::kConflict);
+  CHECK(plan.changes.at(0).find("other.>") != std::string::npos);
+
+  // Missing subjects (a subset) are added, not a conflict.
+  have = want;
+  have.subjects = {};
+  CHECK(PlanStream(want, have).action == A::kUpdate);
+}
