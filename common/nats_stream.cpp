@@ -1,0 +1,192 @@
+#include "common/nats_stream.h"
+
+#include <nats/nats.h>
+
+#include "common/nats_status.h"
+
+namespace core {
+namespace {
+
+struct MsgDeleter {
+  void operator()(natsMsg* m) const { natsMsg_Destroy(m); }
+};
+
+jsOptions Wait(const NatsClient& client) {
+  jsOptions o;
+  jsOptions_Init(&o);
+  o.Wait = client.request_timeout_ms();
+  return o;
+}
+
+}  // namespace
+
+Message::Message(natsMsg* msg) : msg_(msg) {
+  jsMsgMetaData* meta = nullptr;
+  if (natsMsg_GetMetaData(&meta, msg_) == NATS_OK) {
+    stream_ = meta->Stream ? meta->Stream : "";
+    stream_seq_ = meta->Sequence.Stream;
+    num_delivered_ = meta->NumDelivered;
+    timestamp_ns_ = meta->Timestamp;
+    jsMsgMetaData_Destroy(meta);
+  }
+}
+
+Message::~Message() {
+  if (msg_ != nullptr) natsMsg_Destroy(msg_);
+}
+
+Message::Message(Message&& o) noexcept
+    : msg_(std::exchange(o.msg_, nullptr)),
+      stream_(std::move(o.stream_)),
+      stream_seq_(o.stream_seq_),
+      num_delivered_(o.num_delivered_),
+      timestamp_ns_(o.timestamp_ns_) {}
+
+Message& Message::operator=(Message&& o) noexcept {
+  if (this != &o) {
+    if (msg_ != nullptr) natsMsg_Destroy(msg_);
+    msg_ = std::exchange(o.msg_, nullptr);
+    stream_ = std::move(o.stream_);
+    stream_seq_ = o.stream_seq_;
+    num_delivered_ = o.num_delivered_;
+    timestamp_ns_ = o.timestamp_ns_;
+  }
+  return *this;
+}
+
+std::string_view Message::subject() const {
+  const char* s = natsMsg_GetSubject(msg_);
+  return s ? s : "";
+}
+
+std::string_view Message::data() const {
+  const char* d = natsMsg_GetData(msg_);
+  return d ? std::string_view(d, static_cast<size_t>(natsMsg_GetDataLength(msg_)))
+           : std::string_view();
+}
+
+std::optional<std::string> Message::Header(const std::string& key) const {
+  const char* v = nullptr;
+  if (natsMsgHeader_Get(msg_, key.c_str(), &v) != NATS_OK || v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+Headers Message::AllHeaders() const {
+  Headers out;
+  const char** keys = nullptr;
+  int count = 0;
+  if (natsMsgHeader_Keys(msg_, &keys, &count) != NATS_OK) return out;
+  for (int i = 0; i < count; ++i) {
+    const char** values = nullptr;
+    int n = 0;
+    if (natsMsgHeader_Values(msg_, keys[i], &values, &n) == NATS_OK) {
+      for (int j = 0; j < n; ++j) out.emplace_back(keys[i], values[j]);
+      free(values);
+    }
+  }
+  free(keys);
+  return out;
+}
+
+Status Message::Ack() {
+  natsStatus s = natsMsg_Ack(msg_, nullptr);
+  return s == NATS_OK ? Status::Ok() : Status(NatsError(s, "ack"));
+}
+
+Status Message::AckSync() {
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = natsMsg_AckSync(msg_, nullptr, &jerr);
+  return s == NATS_OK ? Status::Ok() : Status(NatsError(s, "ack", jerr));
+}
+
+Status Message::Nak(Millis delay) {
+  natsStatus s = delay.count() > 0 ? natsMsg_NakWithDelay(msg_, delay.count(), nullptr)
+                                   : natsMsg_Nak(msg_, nullptr);
+  return s == NATS_OK ? Status::Ok() : Status(NatsError(s, "nak"));
+}
+
+Status Message::InProgress() {
+  natsStatus s = natsMsg_InProgress(msg_, nullptr);
+  return s == NATS_OK ? Status::Ok() : Status(NatsError(s, "in-progress ack"));
+}
+
+Status Message::Term() {
+  natsStatus s = natsMsg_Term(msg_, nullptr);
+  return s == NATS_OK ? Status::Ok() : Status(NatsError(s, "term"));
+}
+
+Result<std::unique_ptr<PullConsumer>> PullConsumer::Bind(NatsClient& client,
+                                                         const ConsumerSpec& spec) {
+  jsConsumerConfig cc;
+  jsConsumerConfig_Init(&cc);
+  cc.Durable = spec.durable.c_str();
+  cc.AckPolicy = js_AckExplicit;
+  cc.AckWait = spec.ack_wait.count() * 1'000'000;
+  cc.MaxAckPending = spec.max_ack_pending;
+  cc.MaxDeliver = spec.max_deliver;
+  if (!spec.filter_subject.empty()) cc.FilterSubject = spec.filter_subject.c_str();
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Stream = spec.stream.c_str();
+  so.Config = cc;
+  jsOptions jo = Wait(client);
+  std::unique_ptr<PullConsumer> c(new PullConsumer());
+  c->what_ = "consumer " + spec.durable + " on " + spec.stream;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  const char* subject = spec.filter_subject.empty() ? nullptr : spec.filter_subject.c_str();
+  natsStatus s =
+      js_PullSubscribe(&c->sub_, client.js(), subject, spec.durable.c_str(), &jo, &so, &jerr);
+  if (s != NATS_OK) return NatsError(s, "bind " + c->what_, jerr);
+  return c;
+}
+
+PullConsumer::~PullConsumer() {
+  // Destroy without Unsubscribe: unsubscribing a durable pull subscription deletes the consumer.
+  if (sub_ != nullptr) natsSubscription_Destroy(sub_);
+}
+
+Result<std::vector<Message>> PullConsumer::Fetch(int batch, Millis timeout) {
+  natsMsgList list{};
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = natsSubscription_Fetch(&list, sub_, batch, timeout.count(), &jerr);
+  std::vector<Message> out;
+  if (s == NATS_TIMEOUT) return out;
+  if (s != NATS_OK) {
+    natsMsgList_Destroy(&list);
+    return NatsError(s, "fetch from " + what_, jerr);
+  }
+  out.reserve(static_cast<size_t>(list.Count));
+  for (int i = 0; i < list.Count; ++i) {
+    out.emplace_back(list.Msgs[i]);
+    list.Msgs[i] = nullptr;  // now owned by the Message
+  }
+  natsMsgList_Destroy(&list);
+  return out;
+}
+
+Result<PubAck> PublishSync(NatsClient& client, const OutMessage& m) {
+  natsMsg* raw = nullptr;
+  natsStatus s = natsMsg_Create(&raw, m.subject.c_str(), nullptr, m.data.data(),
+                                static_cast<int>(m.data.size()));
+  if (s != NATS_OK) return NatsError(s, "publish to " + m.subject);
+  std::unique_ptr<natsMsg, MsgDeleter> msg(raw);
+  for (const auto& [k, v] : m.headers) {
+    if (s = natsMsgHeader_Add(msg.get(), k.c_str(), v.c_str()); s != NATS_OK) {
+      return NatsError(s, "header " + k);
+    }
+  }
+  jsPubOptions po;
+  jsPubOptions_Init(&po);
+  po.MaxWait = client.request_timeout_ms();
+  if (!m.msg_id.empty()) po.MsgId = m.msg_id.c_str();
+  if (!m.expect_stream.empty()) po.ExpectStream = m.expect_stream.c_str();
+  jsPubAck* pa = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  s = js_PublishMsg(&pa, client.js(), msg.get(), &po, &jerr);
+  if (s != NATS_OK) return NatsError(s, "publish to " + m.subject, jerr);
+  PubAck ack{pa->Stream ? pa->Stream : "", pa->Sequence, pa->Duplicate};
+  jsPubAck_Destroy(pa);
+  return ack;
+}
+
+}  // namespace core

@@ -1,0 +1,108 @@
+// Consuming from and publishing to JetStream streams.
+//
+// Adapter over nats.c (see nats_client.h); callers see only our types.
+// Ownership: a Message owns its nats.c message and frees it in its destructor; a PullConsumer
+// owns its subscription. Both borrow the NatsClient, which must outlive them.
+// Thread-safety: one PullConsumer is fetched from by one thread at a time. A Message may be
+// moved to another thread and acked there, but only one thread may use a given Message.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/config.h"
+#include "common/nats_client.h"
+#include "common/result.h"
+
+typedef struct __natsMsg natsMsg;
+typedef struct __natsSubscription natsSubscription;
+
+namespace core {
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+// A message delivered by a pull consumer.
+class Message {
+ public:
+  explicit Message(natsMsg* msg);  // takes ownership
+  ~Message();
+  Message(Message&& other) noexcept;
+  Message& operator=(Message&& other) noexcept;
+  Message(const Message&) = delete;
+  Message& operator=(const Message&) = delete;
+
+  std::string_view subject() const;
+  std::string_view data() const;
+  std::optional<std::string> Header(const std::string& key) const;
+  Headers AllHeaders() const;
+
+  // From the JetStream reply subject: origin stream, stream sequence, delivery count, time
+  // the stream stored it.
+  const std::string& stream() const { return stream_; }
+  uint64_t stream_seq() const { return stream_seq_; }
+  uint64_t num_delivered() const { return num_delivered_; }
+  int64_t timestamp_ns() const { return timestamp_ns_; }
+
+  Status Ack();                  // fire-and-forget: one write, no round trip
+  Status AckSync();              // waits for the server to confirm
+  Status Nak(Millis delay);      // redeliver after delay (0 = now)
+  Status InProgress();           // resets the ack wait timer
+  Status Term();                 // never redeliver
+
+ private:
+  natsMsg* msg_ = nullptr;
+  std::string stream_;
+  uint64_t stream_seq_ = 0;
+  uint64_t num_delivered_ = 0;
+  int64_t timestamp_ns_ = 0;
+};
+
+struct ConsumerSpec {
+  std::string stream;
+  std::string durable;
+  std::string filter_subject;  // empty = the whole stream
+  Millis ack_wait{30'000};
+  int64_t max_ack_pending = 1000;
+  int64_t max_deliver = -1;  // unlimited: outages must not exhaust deliveries
+};
+
+// A durable pull consumer, created if absent (an existing one is bound as it is).
+class PullConsumer {
+ public:
+  static Result<std::unique_ptr<PullConsumer>> Bind(NatsClient& client, const ConsumerSpec& spec);
+  ~PullConsumer();
+  PullConsumer(const PullConsumer&) = delete;
+  PullConsumer& operator=(const PullConsumer&) = delete;
+
+  // Up to `batch` messages, waiting at most `timeout`. No message in time = an empty vector.
+  Result<std::vector<Message>> Fetch(int batch, Millis timeout);
+
+ private:
+  PullConsumer() = default;
+  natsSubscription* sub_ = nullptr;  // owned
+  std::string what_;
+};
+
+struct OutMessage {
+  std::string subject;
+  std::string data;
+  Headers headers;
+  std::string msg_id;           // Nats-Msg-Id, for the stream's duplicate window
+  std::string expect_stream;    // refuse unless this stream stores it
+};
+
+struct PubAck {
+  std::string stream;
+  uint64_t seq = 0;
+  bool duplicate = false;  // the stream already had this msg id: nothing was stored
+};
+
+// Publishes and waits for the stream's acknowledgement.
+Result<PubAck> PublishSync(NatsClient& client, const OutMessage& message);
+
+}  // namespace core

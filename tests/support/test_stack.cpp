@@ -1,0 +1,193 @@
+#include "tests/support/test_stack.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace testsupport {
+
+std::string SourceDir() { return CORE_TEST_SOURCE_DIR; }
+std::string BinaryDir() { return CORE_TEST_BINARY_DIR; }
+
+int Run(const std::string& command) {
+  int rc = std::system(command.c_str());
+  if (rc == -1) return -1;
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+std::string Capture(const std::string& command, int* rc) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) throw std::runtime_error("popen failed: " + command);
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int status = pclose(p);
+  if (rc != nullptr) *rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return out;
+}
+
+namespace {
+
+bool PortFree(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+}  // namespace
+
+int FreePortRange(int span) {
+  std::random_device rd;
+  std::mt19937 gen(rd() ^ static_cast<unsigned>(getpid()));
+  std::uniform_int_distribution<int> dist(20000, 40000);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    int base = dist(gen) / 32 * 32;
+    bool all = true;
+    for (int p = base; p < base + span && all; ++p) all = PortFree(p);
+    if (all) return base;
+  }
+  throw std::runtime_error("no free port range");
+}
+
+bool WaitFor(const std::function<bool()>& pred, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return pred();
+}
+
+TestStack::TestStack(const std::vector<std::string>& components, int umami_processes) {
+  char tmpl[] = "/tmp/core-test-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  base_port_ = FreePortRange(10 + umami_processes + 2);
+  std::string comps;
+  for (const auto& c : components) comps += " " + c;
+  std::string args = "--umami-processes " + std::to_string(umami_processes) + " up" + comps;
+  int rc = 0;
+  std::string cmd = SourceDir() + "/scripts/stack --dir " + dir_ + " --base-port " +
+                    std::to_string(base_port_) + " " + args + " >" + dir_ + "/up.log 2>&1";
+  rc = Run(cmd);
+  if (rc != 0) {
+    std::string log = Capture("cat " + dir_ + "/up.log; tail -n 30 " + dir_ + "/*.log");
+    Run(SourceDir() + "/scripts/stack --dir " + dir_ + " down >/dev/null 2>&1");
+    throw std::runtime_error("scripts/stack up failed (" + std::to_string(rc) + "):\n" + log);
+  }
+  std::istringstream env(Stack("env"));
+  std::string line;
+  while (std::getline(env, line)) {
+    auto eq = line.find('=');
+    if (eq == std::string::npos || line[0] == '#') continue;
+    std::string value = line.substr(eq + 1);
+    if (value.size() >= 2 && (value.front() == '\'' || value.front() == '"')) {
+      value = value.substr(1, value.size() - 2);
+    }
+    auto key = line.substr(0, eq);
+    if (key.rfind("export ", 0) == 0) key = key.substr(7);
+    env_[key] = value;
+  }
+}
+
+TestStack::~TestStack() {
+  if (std::getenv("KEEP_TEST_STACK") != nullptr) {
+    std::fprintf(stderr, "KEEP_TEST_STACK: leaving %s running\n", dir_.c_str());
+    return;
+  }
+  Run(SourceDir() + "/scripts/stack --dir " + dir_ + " down --purge >/dev/null 2>&1");
+}
+
+std::string TestStack::Stack(const std::string& args) const {
+  int rc = 0;
+  std::string out = Capture(SourceDir() + "/scripts/stack --dir " + dir_ + " " + args, &rc);
+  if (rc != 0) throw std::runtime_error("scripts/stack " + args + " failed: " + out);
+  return out;
+}
+
+std::string TestStack::Env(const std::string& name) const {
+  auto it = env_.find(name);
+  if (it == env_.end()) throw std::runtime_error("stack env has no " + name);
+  return it->second;
+}
+
+std::string TestStack::EnvPrefix() const {
+  std::string out;
+  for (const auto& [k, v] : env_) out += k + "='" + v + "' ";
+  return out;
+}
+
+void TestStack::Stop(const std::string& component) { Stack("stop " + component); }
+void TestStack::Start(const std::string& component) { Stack("start " + component); }
+void TestStack::Kill(const std::string& component) { Stack("kill " + component); }
+
+ChildProcess::ChildProcess(const std::vector<std::string>& argv,
+                           const std::map<std::string, std::string>& env,
+                           const std::string& log_path) {
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    std::perror("execv");
+    _exit(127);
+  }
+}
+
+ChildProcess::~ChildProcess() {
+  if (Running()) {
+    kill(pid_, SIGKILL);
+    Wait(5000);
+  }
+}
+
+bool ChildProcess::Running() {
+  if (pid_ <= 0 || status_ != -1) return false;
+  int st = 0;
+  pid_t r = waitpid(pid_, &st, WNOHANG);
+  if (r == 0) return true;
+  status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return false;
+}
+
+void ChildProcess::Signal(int sig) {
+  if (Running()) kill(pid_, sig);
+}
+
+int ChildProcess::Wait(int timeout_ms) {
+  WaitFor([this] { return !Running(); }, timeout_ms);
+  return Running() ? -1 : status_;
+}
+
+}  // namespace testsupport

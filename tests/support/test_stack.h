@@ -1,0 +1,81 @@
+// Test support: a private local stack (scripts/stack) on free ports, and child processes.
+//
+// Each TestStack gets its own directory and base port, so tests and a developer's default stack
+// run side by side. The destructor stops everything it started. Not thread-safe: use a stack
+// from the test's main thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace testsupport {
+
+// The repository root (for scripts/), set by CMake.
+std::string SourceDir();
+// The build directory holding the binaries, set by CMake.
+std::string BinaryDir();
+
+// Runs a shell command, returns its exit code; output goes to the test log.
+int Run(const std::string& command);
+// Runs a shell command and returns its stdout (stderr to the test log); *rc gets the exit code.
+std::string Capture(const std::string& command, int* rc = nullptr);
+
+class TestStack {
+ public:
+  // components: any of "nats", "pg", "umami". umami_processes: Umami processes to start.
+  explicit TestStack(const std::vector<std::string>& components, int umami_processes = 1);
+  ~TestStack();
+  TestStack(const TestStack&) = delete;
+  TestStack& operator=(const TestStack&) = delete;
+
+  const std::string& dir() const { return dir_; }
+  int base_port() const { return base_port_; }
+  // Values from `scripts/stack env`: NATS_URL, DATABASE_URL, UMAMI_DATABASE_URL, UMAMI_URLS...
+  std::string Env(const std::string& name) const;
+  // "K=V K=V ..." for a child's environment.
+  std::string EnvPrefix() const;
+
+  // Fault injection through scripts/stack: stop, start, kill (-9) a component.
+  void Stop(const std::string& component);
+  void Start(const std::string& component);
+  void Kill(const std::string& component);
+
+ private:
+  std::string Stack(const std::string& args) const;
+  std::string dir_;
+  int base_port_ = 0;
+  std::map<std::string, std::string> env_;
+};
+
+// A child process (one of our binaries) with its own environment and a log file.
+class ChildProcess {
+ public:
+  ChildProcess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+               const std::string& log_path);
+  ~ChildProcess();  // SIGKILL if still running
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool Running();
+  void Signal(int sig);
+  // Waits up to timeout_ms for exit; returns the exit status (or -1 on timeout, 128+sig when
+  // signalled).
+  int Wait(int timeout_ms);
+
+ private:
+  pid_t pid_ = -1;
+  int status_ = -1;
+};
+
+// A TCP port nobody listens on now (and the next `span` ports too).
+int FreePortRange(int span);
+
+// Polls pred every 50 ms until it is true or timeout_ms passes.
+bool WaitFor(const std::function<bool()>& pred, int timeout_ms);
+
+}  // namespace testsupport
