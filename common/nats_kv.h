@@ -1,0 +1,49 @@
+// A JetStream key-value bucket: get, put, create-if-absent and compare-and-set update.
+//
+// Adapter over nats.c (see nats_client.h). Ownership: KvBucket owns its kvStore handle and
+// borrows the NatsClient, which must outlive it. Thread-safety: nats.c KV handles are
+// thread-safe; any thread may call these. Each call is one request/reply.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/nats_client.h"
+#include "common/result.h"
+
+typedef struct __kvStore kvStore;
+
+namespace core {
+
+struct KvValue {
+  std::string value;
+  uint64_t revision = 0;
+};
+
+class KvBucket {
+ public:
+  static Result<std::unique_ptr<KvBucket>> Bind(NatsClient& client, const std::string& bucket);
+  ~KvBucket();
+  KvBucket(const KvBucket&) = delete;
+  KvBucket& operator=(const KvBucket&) = delete;
+
+  // nullopt when the key is absent, deleted or expired.
+  Result<std::optional<KvValue>> Get(const std::string& key);
+  Result<uint64_t> Put(const std::string& key, const std::string& value);
+  // Fails with kPermanent when the key exists.
+  Result<uint64_t> Create(const std::string& key, const std::string& value);
+  // Fails with kPermanent when the key's revision is no longer `last`.
+  Result<uint64_t> Update(const std::string& key, const std::string& value, uint64_t last);
+  Status Delete(const std::string& key);
+
+  const std::string& name() const { return name_; }
+
+ private:
+  KvBucket() = default;
+  kvStore* kv_ = nullptr;  // owned
+  std::string name_;
+};
+
+}  // namespace core

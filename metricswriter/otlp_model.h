@@ -1,0 +1,105 @@
+// The metricswriter's own representation of one OTLP ExportMetricsServiceRequest: what the JSON
+// and protobuf decoders both produce and what the store writes. Plain data, no I/O.
+//
+// Attributes (resource, scope and point) are kept as canonical JSON object text: keys sorted,
+// doubles always written with a '.' or an exponent (so 1.0 stays apart from the integer 1),
+// NaN/±Infinity as the strings "NaN"/"Infinity"/"-Infinity", bytes as base64 strings, and NUL
+// characters replaced by U+FFFD (PostgreSQL cannot hold NUL in text or jsonb). The same
+// collection therefore gives the same text from either wire format, which is what the series
+// fingerprint hashes.
+// Ownership: a Batch owns everything in it; points refer to series by index.
+// Thread-safety: a plain value; one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mw {
+
+enum class MetricType : uint8_t { kGauge, kSum, kHistogram, kExpHistogram, kSummary };
+enum class Temporality : uint8_t { kUnspecified = 0, kDelta = 1, kCumulative = 2 };
+
+const char* MetricTypeName(MetricType t);    // gauge, sum, histogram, exponential_histogram...
+const char* TemporalityName(Temporality t);  // unspecified, delta, cumulative
+
+struct Scope {
+  std::string name;
+  std::string version;
+  std::string attributes;  // canonical JSON object
+};
+
+// What names a time series, minus the tenant (the subject gives it).
+struct Series {
+  MetricType type = MetricType::kGauge;
+  Temporality temporality = Temporality::kUnspecified;
+  bool monotonic = false;
+  uint32_t resource = 0;  // index into Batch::resources
+  uint32_t scope = 0;     // index into Batch::scopes
+  std::string name;
+  std::string unit;
+  std::string description;
+  std::string attributes;  // canonical JSON object of the point's attributes
+};
+
+// Times are unix nanoseconds; the decoders reject values above INT64_MAX so they fit bigint.
+struct PointHead {
+  uint32_t series = 0;  // index into Batch::series
+  int64_t start_time = 0;
+  int64_t time = 0;
+  uint32_t flags = 0;
+};
+
+struct NumberPoint : PointHead {
+  double value = 0;                  // the value as a double, always
+  std::optional<int64_t> int_value;  // set when the exporter sent an integer (as_int)
+};
+
+struct HistogramPoint : PointHead {
+  int64_t count = 0;
+  std::optional<double> sum, min, max;
+  std::vector<double> bounds;
+  std::vector<int64_t> counts;
+};
+
+struct ExpHistogramPoint : PointHead {
+  int64_t count = 0;
+  std::optional<double> sum, min, max;
+  int32_t scale = 0;
+  int64_t zero_count = 0;
+  double zero_threshold = 0;
+  int32_t positive_offset = 0;
+  std::vector<int64_t> positive_counts;
+  int32_t negative_offset = 0;
+  std::vector<int64_t> negative_counts;
+};
+
+struct SummaryPoint : PointHead {
+  int64_t count = 0;
+  double sum = 0;
+  std::vector<double> quantiles;
+  std::vector<double> quantile_values;
+};
+
+struct Batch {
+  std::vector<std::string> resources;  // canonical JSON objects of resource attributes
+  std::vector<Scope> scopes;
+  std::vector<Series> series;
+  std::vector<NumberPoint> numbers;
+  std::vector<HistogramPoint> histograms;
+  std::vector<ExpHistogramPoint> exp_histograms;
+  std::vector<SummaryPoint> summaries;
+  uint64_t nul_replacements = 0;  // NUL characters replaced by U+FFFD while decoding
+
+  size_t PointCount() const {
+    return numbers.size() + histograms.size() + exp_histograms.size() + summaries.size();
+  }
+  void Clear();
+};
+
+// One line per point with everything stored about it (series, times, values), sorted: two
+// batches that store the same rows give the same lines. For tests and diagnostics.
+std::vector<std::string> DescribePoints(const Batch& b);
+
+}  // namespace mw

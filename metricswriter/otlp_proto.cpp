@@ -1,0 +1,256 @@
+#include "metricswriter/otlp_proto.h"
+
+#include <limits>
+
+#include "metricswriter/proto/otlp_metrics.pb.h"
+#include "metricswriter/otlp_text.h"
+#include "metricswriter/otlp_wire.h"
+
+namespace mw {
+namespace {
+
+namespace pb = ::mw::otlp;
+using google::protobuf::RepeatedPtrField;
+
+constexpr uint64_t kInt64Max = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+
+class Converter {
+ public:
+  explicit Converter(Batch* b) : b_(b) {}
+
+  std::string error;
+
+  void AnyValue(const pb::AnyValue& v, std::string& out) {
+    switch (v.value_case()) {
+      case pb::AnyValue::kStringValue:
+        text::AppendString(out, v.string_value(), &b_->nul_replacements);
+        break;
+      case pb::AnyValue::kBoolValue:
+        out += v.bool_value() ? "true" : "false";
+        break;
+      case pb::AnyValue::kIntValue:
+        text::AppendInt(out, v.int_value());
+        break;
+      case pb::AnyValue::kDoubleValue:
+        text::AppendDouble(out, v.double_value());
+        break;
+      case pb::AnyValue::kBytesValue:
+        out += '"';
+        text::AppendBase64(out, v.bytes_value());
+        out += '"';
+        break;
+      case pb::AnyValue::kArrayValue: {
+        out += '[';
+        bool first = true;
+        for (const auto& item : v.array_value().values()) {
+          if (!first) out += ',';
+          first = false;
+          AnyValue(item, out);
+        }
+        out += ']';
+        break;
+      }
+      case pb::AnyValue::kKvlistValue:
+        out += Attributes(v.kvlist_value().values());
+        break;
+      case pb::AnyValue::VALUE_NOT_SET:
+        out += "null";
+        break;
+    }
+  }
+
+  std::string Attributes(const RepeatedPtrField<pb::KeyValue>& kvs) {
+    std::vector<text::Member> members;
+    members.reserve(static_cast<size_t>(kvs.size()));
+    for (const auto& kv : kvs) {
+      text::Member m;
+      m.key = kv.key();
+      if (kv.has_value()) {
+        AnyValue(kv.value(), m.value);
+      } else {
+        m.value = "null";
+      }
+      members.push_back(std::move(m));
+    }
+    return text::Object(members, &b_->nul_replacements);
+  }
+
+  template <typename P>
+  bool Head(const P& p, const Series& base, PointHead* h) {
+    if (p.start_time_unix_nano() > kInt64Max || p.time_unix_nano() > kInt64Max) {
+      return Fail(base, "time above 2^63-1 cannot be stored");
+    }
+    h->start_time = static_cast<int64_t>(p.start_time_unix_nano());
+    h->time = static_cast<int64_t>(p.time_unix_nano());
+    h->flags = p.flags();
+    Series s = base;
+    s.attributes = Attributes(p.attributes());
+    h->series = static_cast<uint32_t>(b_->series.size());
+    b_->series.push_back(std::move(s));
+    return true;
+  }
+
+  bool Count(uint64_t v, const Series& base, int64_t* out) {
+    if (v > kInt64Max) return Fail(base, "count above 2^63-1 cannot be stored");
+    *out = static_cast<int64_t>(v);
+    return true;
+  }
+
+  template <typename R>
+  bool Counts(const R& in, const Series& base, std::vector<int64_t>* out) {
+    out->reserve(static_cast<size_t>(in.size()));
+    for (uint64_t v : in) {
+      int64_t c = 0;
+      if (!Count(v, base, &c)) return false;
+      out->push_back(c);
+    }
+    return true;
+  }
+
+  bool Temporality(int v, const Series& base, mw::Temporality* out) {
+    if (v < 0 || v > 2) return Fail(base, "unknown aggregation temporality " + std::to_string(v));
+    *out = static_cast<mw::Temporality>(v);
+    return true;
+  }
+
+  bool Metric(const pb::Metric& m, uint32_t resource, uint32_t scope) {
+    Series base;
+    base.resource = resource;
+    base.scope = scope;
+    base.name = text::Clean(m.name(), &b_->nul_replacements);
+    base.unit = text::Clean(m.unit(), &b_->nul_replacements);
+    base.description = text::Clean(m.description(), &b_->nul_replacements);
+    switch (m.data_case()) {
+      case pb::Metric::kGauge:
+        base.type = MetricType::kGauge;
+        return Numbers(m.gauge().data_points(), base);
+      case pb::Metric::kSum:
+        base.type = MetricType::kSum;
+        base.monotonic = m.sum().is_monotonic();
+        return Temporality(m.sum().aggregation_temporality(), base, &base.temporality) &&
+               Numbers(m.sum().data_points(), base);
+      case pb::Metric::kHistogram:
+        base.type = MetricType::kHistogram;
+        if (!Temporality(m.histogram().aggregation_temporality(), base, &base.temporality)) {
+          return false;
+        }
+        for (const auto& p : m.histogram().data_points()) {
+          HistogramPoint h;
+          if (!Head(p, base, &h) || !Count(p.count(), base, &h.count) ||
+              !Counts(p.bucket_counts(), base, &h.counts)) {
+            return false;
+          }
+          if (p.has_sum()) h.sum = p.sum();
+          if (p.has_min()) h.min = p.min();
+          if (p.has_max()) h.max = p.max();
+          h.bounds.assign(p.explicit_bounds().begin(), p.explicit_bounds().end());
+          b_->histograms.push_back(std::move(h));
+        }
+        return true;
+      case pb::Metric::kExponentialHistogram:
+        base.type = MetricType::kExpHistogram;
+        if (!Temporality(m.exponential_histogram().aggregation_temporality(), base,
+                         &base.temporality)) {
+          return false;
+        }
+        for (const auto& p : m.exponential_histogram().data_points()) {
+          ExpHistogramPoint x;
+          if (!Head(p, base, &x) || !Count(p.count(), base, &x.count) ||
+              !Count(p.zero_count(), base, &x.zero_count) ||
+              !Counts(p.positive().bucket_counts(), base, &x.positive_counts) ||
+              !Counts(p.negative().bucket_counts(), base, &x.negative_counts)) {
+            return false;
+          }
+          if (p.has_sum()) x.sum = p.sum();
+          if (p.has_min()) x.min = p.min();
+          if (p.has_max()) x.max = p.max();
+          x.scale = p.scale();
+          x.zero_threshold = p.zero_threshold();
+          x.positive_offset = p.positive().offset();
+          x.negative_offset = p.negative().offset();
+          b_->exp_histograms.push_back(std::move(x));
+        }
+        return true;
+      case pb::Metric::kSummary:
+        base.type = MetricType::kSummary;
+        for (const auto& p : m.summary().data_points()) {
+          SummaryPoint s;
+          if (!Head(p, base, &s) || !Count(p.count(), base, &s.count)) return false;
+          s.sum = p.sum();
+          for (const auto& q : p.quantile_values()) {
+            s.quantiles.push_back(q.quantile());
+            s.quantile_values.push_back(q.value());
+          }
+          b_->summaries.push_back(std::move(s));
+        }
+        return true;
+      case pb::Metric::DATA_NOT_SET:
+        return true;  // a metric with no data stores nothing
+    }
+    return true;
+  }
+
+ private:
+  bool Fail(const Series& base, const std::string& what) {
+    if (error.empty()) error = "protobuf: metric " + base.name + ": " + what;
+    return false;
+  }
+
+  bool Numbers(const RepeatedPtrField<pb::NumberDataPoint>& points, const Series& base) {
+    for (const auto& p : points) {
+      NumberPoint n;
+      if (!Head(p, base, &n)) return false;
+      if (p.value_case() == pb::NumberDataPoint::kAsInt) {
+        n.int_value = p.as_int();
+        n.value = static_cast<double>(p.as_int());
+      } else {
+        n.value = p.as_double();
+      }
+      b_->numbers.push_back(std::move(n));
+    }
+    return true;
+  }
+
+  Batch* b_;
+};
+
+}  // namespace
+
+struct ProtoDecoder::Impl {
+  pb::ExportMetricsServiceRequest request;
+};
+
+ProtoDecoder::ProtoDecoder() : impl_(std::make_unique<Impl>()) {}
+ProtoDecoder::~ProtoDecoder() = default;
+
+core::Status ProtoDecoder::Decode(std::string_view body, Batch* out) {
+  out->Clear();
+  pb::ExportMetricsServiceRequest& req = impl_->request;
+  req.Clear();
+  if (body.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !req.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+    auto fault = wire::FindFault(body);
+    if (fault) {
+      return core::Error::Invalid("protobuf parse error at byte " + std::to_string(fault->offset) +
+                                  ": " + fault->what);
+    }
+    return core::Error::Invalid("protobuf parse error");
+  }
+  Converter c(out);
+  for (const auto& rm : req.resource_metrics()) {
+    auto resource = static_cast<uint32_t>(out->resources.size());
+    out->resources.push_back(c.Attributes(rm.resource().attributes()));
+    for (const auto& sm : rm.scope_metrics()) {
+      auto scope = static_cast<uint32_t>(out->scopes.size());
+      out->scopes.push_back(Scope{text::Clean(sm.scope().name(), &out->nul_replacements),
+                                  text::Clean(sm.scope().version(), &out->nul_replacements),
+                                  c.Attributes(sm.scope().attributes())});
+      for (const auto& m : sm.metrics()) {
+        if (!c.Metric(m, resource, scope)) return core::Error::Invalid(c.error);
+      }
+    }
+  }
+  return core::Status::Ok();
+}
+
+}  // namespace mw

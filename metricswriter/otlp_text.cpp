@@ -1,0 +1,142 @@
+#include "metricswriter/otlp_text.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace mw::text {
+namespace {
+
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
+constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int B64Value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+' || c == '-') return 62;
+  if (c == '/' || c == '_') return 63;
+  return -1;
+}
+
+}  // namespace
+
+std::string Clean(std::string_view s, uint64_t* nuls) {
+  if (s.find('\0') == std::string_view::npos) return std::string(s);
+  std::string out;
+  out.reserve(s.size() + 8);
+  for (char c : s) {
+    if (c == '\0') {
+      out += kReplacement;
+      ++*nuls;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void AppendString(std::string& out, std::string_view s, uint64_t* nuls) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u == 0) {
+      out += kReplacement;
+      ++*nuls;
+    } else if (u < 0x20) {
+      out += "\\u00";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+void AppendDouble(std::string& out, double d) {
+  if (std::isnan(d)) {
+    out += "\"NaN\"";
+    return;
+  }
+  if (std::isinf(d)) {
+    out += d > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+    return;
+  }
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), d);
+  std::string_view v(buf, static_cast<size_t>(end - buf));
+  out += v;
+  if (v.find_first_of(".e") == std::string_view::npos) out += ".0";
+}
+
+void AppendInt(std::string& out, int64_t v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  out.append(buf, end);
+}
+
+void AppendBase64(std::string& out, std::string_view bytes) {
+  size_t i = 0;
+  auto at = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(bytes[k])); };
+  for (; i + 3 <= bytes.size(); i += 3) {
+    uint32_t n = at(i) << 16 | at(i + 1) << 8 | at(i + 2);
+    out += kB64[n >> 18];
+    out += kB64[(n >> 12) & 63];
+    out += kB64[(n >> 6) & 63];
+    out += kB64[n & 63];
+  }
+  size_t rest = bytes.size() - i;
+  if (rest == 1) {
+    uint32_t n = at(i) << 16;
+    out += kB64[n >> 18];
+    out += kB64[(n >> 12) & 63];
+    out += "==";
+  } else if (rest == 2) {
+    uint32_t n = at(i) << 16 | at(i + 1) << 8;
+    out += kB64[n >> 18];
+    out += kB64[(n >> 12) & 63];
+    out += kB64[(n >> 6) & 63];
+    out += '=';
+  }
+}
+
+bool DecodeBase64(std::string_view in, std::string* out) {
+  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
+  if (in.size() % 4 == 1) return false;
+  out->clear();
+  out->reserve(in.size() * 3 / 4);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    int v = B64Value(c);
+    if (v < 0) return false;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      *out += static_cast<char>((acc >> bits) & 0xFF);
+    }
+  }
+  return true;
+}
+
+std::string Object(std::vector<Member>& members, uint64_t* nuls) {
+  std::stable_sort(members.begin(), members.end(),
+                   [](const Member& a, const Member& b) { return a.key < b.key; });
+  std::string out = "{";
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (i > 0) out += ',';
+    AppendString(out, members[i].key, nuls);
+    out += ':';
+    out += members[i].value;
+  }
+  out += '}';
+  return out;
+}
+
+}  // namespace mw::text

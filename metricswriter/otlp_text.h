@@ -1,0 +1,34 @@
+// Canonical text pieces shared by the JSON and protobuf decoders (see otlp_model.h): JSON string
+// and number literals, base64, NUL replacement, sorted JSON objects. Pure; safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mw::text {
+
+// s with every NUL replaced by U+FFFD; *nuls counts the replacements.
+std::string Clean(std::string_view s, uint64_t* nuls);
+
+// Appends s as a JSON string literal (quotes included), NUL replaced and counted.
+void AppendString(std::string& out, std::string_view s, uint64_t* nuls);
+// Shortest round-trip form, always with '.' or an exponent; NaN/±Inf as JSON strings.
+void AppendDouble(std::string& out, double d);
+void AppendInt(std::string& out, int64_t v);
+
+void AppendBase64(std::string& out, std::string_view bytes);
+// Standard or URL-safe alphabet, padding optional. False on any other character or bad length.
+bool DecodeBase64(std::string_view in, std::string* out);
+
+// One member of a JSON object being built: the raw key and its value's JSON text.
+struct Member {
+  std::string key;
+  std::string value;
+};
+
+// {"k":v,...} with members sorted by key (stable, so repeated keys keep their order).
+std::string Object(std::vector<Member>& members, uint64_t* nuls);
+
+}  // namespace mw::text

@@ -1,0 +1,55 @@
+// The replayer engine: drains WEB_EVENTS into Umami (SPEC §4).
+//
+// Threads: Run() is called on one thread (the engine thread) and returns after a stop request
+// once everything held is finished or released. It starts one intake thread that fetches,
+// parses, rejects poison at once, applies the duplicate guard and looks up visit state, then
+// hands events to the engine thread through an inbox. NATS completions (async publishes) arrive
+// on nats.c threads and go through the same inbox. All decision state (lanes, health, write
+// faults, held events) belongs to the engine thread alone.
+// Ownership: the engine borrows the NatsClient, the metrics and the stop signal; it owns the
+// consumer, the KV handles, the HTTP pool and every held message.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/nats_client.h"
+#include "common/result.h"
+#include "common/stop_signal.h"
+#include "replayer/replayer_metrics.h"
+
+namespace replayer {
+
+struct ReplayerConfig {
+  std::vector<std::string> umami_urls;
+  int workers = 128;        // concurrent sends
+  int max_in_flight = 900;  // messages held
+  core::Millis ack_wait{30'000};
+  core::Millis send_timeout{10'000};
+  core::Millis check_cache{3'000};
+  int fetch_batch = 100;
+};
+
+ReplayerConfig ReadReplayerConfig(core::ConfigReader& r);
+
+class Engine {
+ public:
+  Engine(core::NatsClient& nats, ReplayerConfig config, ReplayerMetrics& metrics);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Binds the consumer and the buckets. Start-up errors (no stream, no bucket) come back here.
+  core::Status Start();
+  // Runs until stop.stopping(), then finishes or releases what it holds.
+  void Run(core::StopSignal& stop);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace replayer

@@ -1,0 +1,3 @@
+#include "replayer/service.h"
+
+int main() { return replayer::RunService(); }

@@ -1,0 +1,73 @@
+#include "replayer/replayer_metrics.h"
+
+namespace replayer {
+
+namespace {
+constexpr const char* kReset = " Counts since this process started (resets on restart).";
+std::string H(const char* text) { return std::string(text) + kReset; }
+}  // namespace
+
+ReplayerMetrics::ReplayerMetrics(core::metrics::Registry& r)
+    : fetched(r.AddCounter("replayer_messages_fetched_total",
+                           H("Messages fetched from WEB_EVENTS, redeliveries included."))
+                  .Get()),
+      redeliveries_received(
+          r.AddCounter("replayer_redeliveries_received_total",
+                       H("Messages JetStream delivered more than once (NumDelivered > 1)."))
+              .Get()),
+      stored(r.AddCounter("replayer_events_stored_total",
+                          H("Events Umami accepted and stored (acked afterwards)."))
+                 .Get()),
+      dead_lettered(r.AddCounter("replayer_events_dead_lettered_total",
+                                 H("Events moved to WEB_DLQ, by reason. A move is not progress."),
+                                 {"reason"})),
+      duplicates_skipped(
+          r.AddCounter("replayer_duplicates_skipped_total",
+                       H("Redelivered or replayed events already stored: acked, not re-sent."))
+              .Get()),
+      dropped_by_umami(r.AddCounter("replayer_events_dropped_by_umami_total",
+                                    H("Events Umami answered 200 without storing (bot user agents)."))
+                           .Get()),
+      send_failures(r.AddCounter("replayer_send_failures_total",
+                                 H("Failed sends by Umami process and class (network, 4xx, 5xx)."),
+                                 {"process", "class"})),
+      outage_retries(r.AddCounter("replayer_outage_retries_total",
+                                  H("Failed sends whose health checks then failed: retried, not "
+                                    "counted against the event."))
+                         .Get()),
+      write_fault_retries(r.AddCounter("replayer_write_fault_retries_total",
+                                       H("Failed sends on a process that cannot write: retried at "
+                                         "most every 30 s, not counted against the event."))
+                              .Get()),
+      process_up(r.AddGauge("replayer_umami_process_up",
+                            "1 when the process's last health check passed (heartbeat and "
+                            "collection probe), 0 when it failed.",
+                            {"process"})),
+      write_fault(r.AddGauge("replayer_umami_write_fault",
+                             "1 while the process counts as unable to write.", {"process"})),
+      held(r.AddGauge("replayer_held_messages",
+                      "Messages fetched and not yet acked, dead-lettered or released.")
+               .Get()),
+      sending(r.AddGauge("replayer_sends_in_flight", "HTTP sends to Umami under way.").Get()),
+      lanes_active(r.AddGauge("replayer_lanes_active", "Visitors with events held.").Get()),
+      lanes_blocked(r.AddGauge("replayer_lanes_blocked",
+                               "Visitors whose head event has failed while checks passed.")
+                        .Get()),
+      send_seconds(r.AddHistogram("replayer_send_duration_seconds",
+                                  "Duration of POST /api/send, by Umami process.",
+                                  core::metrics::ExponentialBuckets(0.001, 2, 14), {"process"})),
+      age_at_store_seconds(
+          r.AddHistogram("replayer_event_age_at_store_seconds",
+                         "Now minus the event's accepted_at when Umami stored it: the end-to-end "
+                         "lag. Exists only while events flow; see the stream's oldest message age "
+                         "for the backlog.",
+                         {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400,
+                          259200})
+              .Get()),
+      last_stored_timestamp(
+          r.AddGauge("replayer_last_stored_timestamp_seconds",
+                     "Unix time of the last event stored by this process (0 = none yet).")
+              .Get()),
+      nats_connected(r.AddGauge("replayer_nats_connected", "1 while connected to NATS.").Get()) {}
+
+}  // namespace replayer

@@ -1,0 +1,51 @@
+#include "replayer/lanes.h"
+
+#include <catch2/catch.hpp>
+
+using replayer::Lanes;
+
+TEST_CASE("one lane per visitor, only the head goes, in order", "[lanes]") {
+  Lanes l;
+  CHECK(l.Add("a", 1).is_head);
+  CHECK_FALSE(l.Add("a", 2).is_head);
+  CHECK(l.Add("b", 3).is_head);
+  CHECK(l.Head("a") == 1u);
+  CHECK(l.PopHead("a") == 2u);
+  CHECK(l.PopHead("a") == std::nullopt);
+  CHECK(l.lanes() == 1);
+  CHECK(l.Head("b") == 3u);
+}
+
+TEST_CASE("the cap applies only behind a failing head", "[lanes]") {
+  Lanes l;
+  for (uint64_t i = 1; i <= 100; ++i) CHECK(l.Add("a", i).overflow.empty());
+  CHECK(l.waiting("a") == 99);
+  // The head fails: everything beyond 64 waiting goes, the newest first out of the lane.
+  auto excess = l.MarkFailing("a");
+  REQUIRE(excess.size() == 35);
+  CHECK(excess.front() == 66);
+  CHECK(excess.back() == 100);
+  CHECK(l.waiting("a") == 64);
+  CHECK(l.blocked() == 1);
+  // While failing, each newcomer beyond the cap overflows at once.
+  auto added = l.Add("a", 101);
+  REQUIRE(added.overflow.size() == 1);
+  CHECK(added.overflow[0] == 101);
+  // Other visitors are untouched.
+  CHECK(l.Add("b", 200).is_head);
+  // The failing head leaves: the lane is no longer blocked.
+  CHECK(l.PopHead("a") == 2u);
+  CHECK(l.blocked() == 0);
+  CHECK(l.Add("a", 102).overflow.empty());
+}
+
+TEST_CASE("removing a waiting event keeps the head", "[lanes]") {
+  Lanes l;
+  l.Add("a", 1);
+  l.Add("a", 2);
+  l.Add("a", 3);
+  l.Remove("a", 2);
+  l.Remove("a", 1);  // the head cannot be removed this way
+  CHECK(l.Head("a") == 1u);
+  CHECK(l.PopHead("a") == 3u);
+}
