@@ -16,9 +16,9 @@ inline constexpr const char* kReason = "Sa-Dlq-Reason";
 inline constexpr const char* kSubject = "Sa-Dlq-Subject";
 inline constexpr const char* kStream = "Sa-Dlq-Stream";
 inline constexpr const char* kStreamSeq = "Sa-Dlq-Stream-Seq";
-inline constexpr const char* kDetail = "Sa-Dlq-Detail";      // e.g. Umami's status and reply
-inline constexpr const char* kOrigMsgId = "Sa-Dlq-Msg-Id";   // the origin's Nats-Msg-Id
-inline constexpr const char* kReplay = "Sa-Dlq-Replay";      // on a replayed message
+inline constexpr const char* kDetail = "Sa-Dlq-Detail";     // e.g. Umami's status and reply
+inline constexpr const char* kOrigMsgId = "Sa-Dlq-Msg-Id";  // the origin's Nats-Msg-Id
+inline constexpr const char* kReplay = "Sa-Dlq-Replay";     // on a replayed message
 
 struct Origin {
   std::string subject;  // web.events.<site> or api.metrics.<tenant>

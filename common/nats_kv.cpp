@@ -34,8 +34,7 @@ Result<std::optional<KvValue>> KvBucket::Get(const std::string& key) {
 
 Result<uint64_t> KvBucket::Put(const std::string& key, const std::string& value) {
   uint64_t rev = 0;
-  natsStatus s =
-      kvStore_Put(&rev, kv_, key.c_str(), value.data(), static_cast<int>(value.size()));
+  natsStatus s = kvStore_Put(&rev, kv_, key.c_str(), value.data(), static_cast<int>(value.size()));
   if (s != NATS_OK) return NatsError(s, "KV put " + name_ + "/" + key);
   return rev;
 }
@@ -48,11 +47,10 @@ Result<uint64_t> KvBucket::Create(const std::string& key, const std::string& val
   return rev;
 }
 
-Result<uint64_t> KvBucket::Update(const std::string& key, const std::string& value,
-                                  uint64_t last) {
+Result<uint64_t> KvBucket::Update(const std::string& key, const std::string& value, uint64_t last) {
   uint64_t rev = 0;
-  natsStatus s = kvStore_Update(&rev, kv_, key.c_str(), value.data(),
-                                static_cast<int>(value.size()), last);
+  natsStatus s =
+      kvStore_Update(&rev, kv_, key.c_str(), value.data(), static_cast<int>(value.size()), last);
   if (s != NATS_OK) return NatsError(s, "KV update " + name_ + "/" + key);
   return rev;
 }

@@ -117,6 +117,9 @@ Status Message::Term() {
 
 Result<std::unique_ptr<PullConsumer>> PullConsumer::Bind(NatsClient& client,
                                                          const ConsumerSpec& spec) {
+  if (spec.filter_subject.empty()) {
+    return Error::Invalid("bind consumer " + spec.durable + ": a filter subject is required");
+  }
   jsConsumerConfig cc;
   jsConsumerConfig_Init(&cc);
   cc.Durable = spec.durable.c_str();
@@ -124,7 +127,7 @@ Result<std::unique_ptr<PullConsumer>> PullConsumer::Bind(NatsClient& client,
   cc.AckWait = spec.ack_wait.count() * 1'000'000;
   cc.MaxAckPending = spec.max_ack_pending;
   cc.MaxDeliver = spec.max_deliver;
-  if (!spec.filter_subject.empty()) cc.FilterSubject = spec.filter_subject.c_str();
+  cc.FilterSubject = spec.filter_subject.c_str();
   jsSubOptions so;
   jsSubOptions_Init(&so);
   so.Stream = spec.stream.c_str();
@@ -133,9 +136,8 @@ Result<std::unique_ptr<PullConsumer>> PullConsumer::Bind(NatsClient& client,
   std::unique_ptr<PullConsumer> c(new PullConsumer());
   c->what_ = "consumer " + spec.durable + " on " + spec.stream;
   jsErrCode jerr = static_cast<jsErrCode>(0);
-  const char* subject = spec.filter_subject.empty() ? nullptr : spec.filter_subject.c_str();
-  natsStatus s =
-      js_PullSubscribe(&c->sub_, client.js(), subject, spec.durable.c_str(), &jo, &so, &jerr);
+  natsStatus s = js_PullSubscribe(&c->sub_, client.js(), spec.filter_subject.c_str(),
+                                  spec.durable.c_str(), &jo, &so, &jerr);
   if (s != NATS_OK) return NatsError(s, "bind " + c->what_, jerr);
   return c;
 }

@@ -48,11 +48,11 @@ class Message {
   uint64_t num_delivered() const { return num_delivered_; }
   int64_t timestamp_ns() const { return timestamp_ns_; }
 
-  Status Ack();                  // fire-and-forget: one write, no round trip
-  Status AckSync();              // waits for the server to confirm
-  Status Nak(Millis delay);      // redeliver after delay (0 = now)
-  Status InProgress();           // resets the ack wait timer
-  Status Term();                 // never redeliver
+  Status Ack();              // fire-and-forget: one write, no round trip
+  Status AckSync();          // waits for the server to confirm
+  Status Nak(Millis delay);  // redeliver after delay (0 = now)
+  Status InProgress();       // resets the ack wait timer
+  Status Term();             // never redeliver
 
  private:
   natsMsg* msg_ = nullptr;
@@ -65,7 +65,7 @@ class Message {
 struct ConsumerSpec {
   std::string stream;
   std::string durable;
-  std::string filter_subject;  // empty = the whole stream
+  std::string filter_subject;  // required by nats.c: the stream's subject for all of it
   Millis ack_wait{30'000};
   int64_t max_ack_pending = 1000;
   int64_t max_deliver = -1;  // unlimited: outages must not exhaust deliveries
@@ -92,8 +92,8 @@ struct OutMessage {
   std::string subject;
   std::string data;
   Headers headers;
-  std::string msg_id;           // Nats-Msg-Id, for the stream's duplicate window
-  std::string expect_stream;    // refuse unless this stream stores it
+  std::string msg_id;         // Nats-Msg-Id, for the stream's duplicate window
+  std::string expect_stream;  // refuse unless this stream stores it
 };
 
 struct PubAck {

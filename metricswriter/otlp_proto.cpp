@@ -1,6 +1,9 @@
 #include "metricswriter/otlp_proto.h"
 
+#include <google/protobuf/stubs/logging.h>
+
 #include <limits>
+#include <mutex>
 
 #include "metricswriter/proto/otlp_metrics.pb.h"
 #include "metricswriter/otlp_text.h"
@@ -220,7 +223,12 @@ struct ProtoDecoder::Impl {
   pb::ExportMetricsServiceRequest request;
 };
 
-ProtoDecoder::ProtoDecoder() : impl_(std::make_unique<Impl>()) {}
+ProtoDecoder::ProtoDecoder() : impl_(std::make_unique<Impl>()) {
+  // libprotobuf logs every invalid UTF-8 string it refuses to stderr; the decode error (and the
+  // dead-letter reason) already says it, once. Process-wide, set once.
+  static std::once_flag quiet;
+  std::call_once(quiet, [] { google::protobuf::SetLogHandler([](auto, auto, auto, auto) {}); });
+}
 ProtoDecoder::~ProtoDecoder() = default;
 
 core::Status ProtoDecoder::Decode(std::string_view body, Batch* out) {

@@ -62,10 +62,10 @@ class WriteFaultWindow {
 // After a send failed and the checks decided.
 struct Decision {
   enum class Kind {
-    kOutage,       // the process is down: not counted; resend elsewhere or when it is back
-    kWriteFault,   // the process cannot write: not counted; retry after kWriteFaultRetry
-    kRetry,        // counted; retry after `delay`
-    kDeadLetter,   // counted, and the 4th: to WEB_DLQ
+    kOutage,      // the process is down: not counted; resend elsewhere or when it is back
+    kWriteFault,  // the process cannot write: not counted; retry after kWriteFaultRetry
+    kRetry,       // counted; retry after `delay`
+    kDeadLetter,  // counted, and the 4th: to WEB_DLQ
   };
   Kind kind;
   milliseconds delay{0};

@@ -14,10 +14,10 @@ ReplayerConfig ReadReplayerConfig(core::ConfigReader& r) {
   c.umami_urls = r.UrlList("UMAMI_URLS", "http://127.0.0.1:3000", {"http", "https"});
   c.workers = static_cast<int>(r.Int("REPLAYER_WORKERS", c.workers, 1, 4096));
   c.max_in_flight = static_cast<int>(r.Int("REPLAYER_MAX_IN_FLIGHT", c.max_in_flight, 1, 100000));
-  c.ack_wait = r.Duration("REPLAYER_ACK_WAIT", c.ack_wait, core::Millis(3000),
-                          core::Millis(600'000));
-  c.send_timeout = r.Duration("REPLAYER_SEND_TIMEOUT", c.send_timeout, core::Millis(100),
-                              core::Millis(120'000));
+  c.ack_wait =
+      r.Duration("REPLAYER_ACK_WAIT", c.ack_wait, core::Millis(3000), core::Millis(600'000));
+  c.send_timeout =
+      r.Duration("REPLAYER_SEND_TIMEOUT", c.send_timeout, core::Millis(100), core::Millis(120'000));
   return c;
 }
 
@@ -34,6 +34,7 @@ core::Status Engine::Start() {
   core::ConsumerSpec spec;
   spec.stream = core::topology::kWebEvents;
   spec.durable = "replayer";
+  spec.filter_subject = std::string(core::topology::kWebEventsSubjectPrefix) + "*";
   spec.ack_wait = s.cfg.ack_wait;
   // Above the in-flight limit, so the server never stops delivering before we do.
   spec.max_ack_pending = s.cfg.max_in_flight + 100;
@@ -46,13 +47,14 @@ core::Status Engine::Start() {
   auto visits = core::KvBucket::Bind(s.nats, core::topology::kVisitStateBucket);
   if (!visits) return visits.error();
   s.visits = std::move(*visits);
-  auto publisher = core::AsyncPublisher::Create(s.nats, [this](uint64_t tag, const core::Status& st) {
-    {
-      std::lock_guard lock(s_->inbox_mu);
-      s_->inbox_done.push_back({tag, st});
-    }
-    s_->http.Wakeup();
-  });
+  auto publisher =
+      core::AsyncPublisher::Create(s.nats, [this](uint64_t tag, const core::Status& st) {
+        {
+          std::lock_guard lock(s_->inbox_mu);
+          s_->inbox_done.push_back({tag, st});
+        }
+        s_->http.Wakeup();
+      });
   if (!publisher) return publisher.error();
   s.publisher = std::move(*publisher);
   for (const auto& p : s.processes) s.m.process_up.With({p.url}).Set(1);
@@ -86,8 +88,10 @@ void Engine::Run(core::StopSignal& stop) {
       if (it == s.held.end()) continue;
       Held& h = it->second;
       if (h.stage == Stage::kBackoff && h.next_at <= now) {
-        if (!h.dlq_reason.empty()) s.DeadLetter(id, h, h.dlq_reason, h.dlq_code, now);
-        else s.MakeReady(id, h);
+        if (!h.dlq_reason.empty())
+          s.DeadLetter(id, h, h.dlq_reason, h.dlq_code, now);
+        else
+          s.MakeReady(id, h);
       } else if (h.stage == Stage::kFinishing && h.next_at <= now) {
         s.PublishGuard(id, h, now);  // no ack for the guard record in time: write it again
       }

@@ -237,8 +237,10 @@ void Engine::State::OnCheck(const HttpResponse& r, TimePoint now) {
   int pi = static_cast<int>((r.tag & ~kCheckTag) >> 1);
   bool is_probe = (r.tag & 1) != 0;
   Process& p = processes[pi];
-  if (is_probe) p.probe_ok = ProbePassed(r.status, r.body);
-  else p.heartbeat_ok = HeartbeatPassed(r.status);
+  if (is_probe)
+    p.probe_ok = ProbePassed(r.status, r.body);
+  else
+    p.heartbeat_ok = HeartbeatPassed(r.status);
   if (++p.answers < 2) return;
   bool passed = p.heartbeat_ok && p.probe_ok;
   auto before = p.health.Last();
@@ -246,8 +248,10 @@ void Engine::State::OnCheck(const HttpResponse& r, TimePoint now) {
   p.health.check_running = false;
   m.process_up.With({p.url}).Set(passed ? 1 : 0);
   if (before != p.health.Last()) {
-    if (passed) spdlog::info("umami process {} passes its health checks", p.url);
-    else spdlog::warn("umami process {} fails its health checks: treated as down", p.url);
+    if (passed)
+      spdlog::info("umami process {} passes its health checks", p.url);
+    else
+      spdlog::warn("umami process {} fails its health checks: treated as down", p.url);
   }
   std::vector<uint64_t> waiting;
   for (auto& [id, h] : held) {
@@ -262,9 +266,10 @@ void Engine::State::OnCheck(const HttpResponse& r, TimePoint now) {
 void Engine::State::Decide(uint64_t id, Held& h, bool passed, TimePoint now) {
   Process& p = processes[h.process];
   if (passed && p.write_fault.RecordFailure(h.lane, now)) {
-    spdlog::warn("umami process {} cannot write (failures from several visitors while its checks "
-                 "pass): failures no longer count, retries every 30 s",
-                 p.url);
+    spdlog::warn(
+        "umami process {} cannot write (failures from several visitors while its checks "
+        "pass): failures no longer count, retries every 30 s",
+        p.url);
     m.write_fault.With({p.url}).Set(1);
   }
   auto d = replayer::Decide(passed, p.write_fault.faulted(), h.failures);
@@ -305,9 +310,8 @@ void Engine::State::WakeWriteFaultParked() {
 
 void Engine::State::DeadLetter(uint64_t id, Held& h, const std::string& reason,
                                const std::string& code, TimePoint now) {
-  core::dead_letter::Origin origin{std::string(h.msg.subject()), h.msg.stream(),
-                                   h.msg.stream_seq(), std::string(h.msg.data()),
-                                   h.msg.AllHeaders()};
+  core::dead_letter::Origin origin{std::string(h.msg.subject()), h.msg.stream(), h.msg.stream_seq(),
+                                   std::string(h.msg.data()), h.msg.AllHeaders()};
   auto ack = core::PublishSync(nats, core::dead_letter::Build(origin, reason, h.last_answer));
   if (!ack) {
     spdlog::error("could not move seq {} to WEB_DLQ, will retry: {}", h.msg.stream_seq(),
@@ -319,8 +323,8 @@ void Engine::State::DeadLetter(uint64_t id, Held& h, const std::string& reason,
   }
   (void)h.msg.Ack();
   m.dead_lettered.With({code}).Inc();
-  spdlog::warn("event moved to the dlq: reason=\"{}\" subject={} seq={} last_answer=\"{}\"",
-               reason, h.msg.subject(), h.msg.stream_seq(), h.last_answer);
+  spdlog::warn("event moved to the dlq: reason=\"{}\" subject={} seq={} last_answer=\"{}\"", reason,
+               h.msg.subject(), h.msg.stream_seq(), h.last_answer);
   Finish(id, h);
 }
 

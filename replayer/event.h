@@ -13,14 +13,14 @@
 namespace replayer {
 
 struct WebEvent {
-  std::string id;           // event id (body "id", else the Nats-Msg-Id)
-  std::string website;      // site uuid
-  std::string visitor;      // opaque visitor key
+  std::string id;       // event id (body "id", else the Nats-Msg-Id)
+  std::string website;  // site uuid
+  std::string visitor;  // opaque visitor key
   int64_t accepted_at_ms = 0;
   std::string ip;
   std::string user_agent;
-  std::string type;         // "event" or "identify"
-  std::string payload_json; // the raw "payload" object, as sent by the edge
+  std::string type;          // "event" or "identify"
+  std::string payload_json;  // the raw "payload" object, as sent by the edge
 
   // Key of the visitor's lane and visit state: site and visitor together.
   std::string LaneKey() const { return website + "\n" + visitor; }

@@ -21,8 +21,8 @@ class Lanes {
   static constexpr size_t kMaxBehindFailing = 64;
 
   struct Added {
-    bool is_head = false;             // the lane was empty: the event can be sent now
-    std::vector<uint64_t> overflow;   // to dead-letter (may include the event just added)
+    bool is_head = false;            // the lane was empty: the event can be sent now
+    std::vector<uint64_t> overflow;  // to dead-letter (may include the event just added)
   };
   Added Add(const std::string& lane, uint64_t id);
 

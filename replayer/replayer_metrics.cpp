@@ -25,9 +25,10 @@ ReplayerMetrics::ReplayerMetrics(core::metrics::Registry& r)
           r.AddCounter("replayer_duplicates_skipped_total",
                        H("Redelivered or replayed events already stored: acked, not re-sent."))
               .Get()),
-      dropped_by_umami(r.AddCounter("replayer_events_dropped_by_umami_total",
-                                    H("Events Umami answered 200 without storing (bot user agents)."))
-                           .Get()),
+      dropped_by_umami(
+          r.AddCounter("replayer_events_dropped_by_umami_total",
+                       H("Events Umami answered 200 without storing (bot user agents)."))
+              .Get()),
       send_failures(r.AddCounter("replayer_send_failures_total",
                                  H("Failed sends by Umami process and class (network, 4xx, 5xx)."),
                                  {"process", "class"})),
@@ -57,12 +58,12 @@ ReplayerMetrics::ReplayerMetrics(core::metrics::Registry& r)
                                   "Duration of POST /api/send, by Umami process.",
                                   core::metrics::ExponentialBuckets(0.001, 2, 14), {"process"})),
       age_at_store_seconds(
-          r.AddHistogram("replayer_event_age_at_store_seconds",
-                         "Now minus the event's accepted_at when Umami stored it: the end-to-end "
-                         "lag. Exists only while events flow; see the stream's oldest message age "
-                         "for the backlog.",
-                         {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400,
-                          259200})
+          r.AddHistogram(
+               "replayer_event_age_at_store_seconds",
+               "Now minus the event's accepted_at when Umami stored it: the end-to-end "
+               "lag. Exists only while events flow; see the stream's oldest message age "
+               "for the backlog.",
+               {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400, 259200})
               .Get()),
       last_stored_timestamp(
           r.AddGauge("replayer_last_stored_timestamp_seconds",

@@ -22,8 +22,8 @@ struct ReplayerMetrics {
   core::metrics::Family<core::metrics::Counter>& send_failures;  // {process, class}
   core::metrics::Counter& outage_retries;
   core::metrics::Counter& write_fault_retries;
-  core::metrics::Family<core::metrics::Gauge>& process_up;       // {process}
-  core::metrics::Family<core::metrics::Gauge>& write_fault;      // {process}
+  core::metrics::Family<core::metrics::Gauge>& process_up;   // {process}
+  core::metrics::Family<core::metrics::Gauge>& write_fault;  // {process}
   core::metrics::Gauge& held;
   core::metrics::Gauge& sending;
   core::metrics::Gauge& lanes_active;

@@ -48,10 +48,10 @@ int RunService() {
     spdlog::critical("metrics endpoint: {}", st.error().message);
     return 2;
   }
-  spdlog::info("replayer starting: {} umami process(es), {} workers, {} max in flight, metrics "
-               "on {}",
-               config.umami_urls.size(), config.workers, config.max_in_flight,
-               common.metrics_listen);
+  spdlog::info(
+      "replayer starting: {} umami process(es), {} workers, {} max in flight, metrics "
+      "on {}",
+      config.umami_urls.size(), config.workers, config.max_in_flight, common.metrics_listen);
 
   Engine engine(**nats, config, metrics);
   // NATS may still be connecting, or the streams not yet provisioned: keep trying.

@@ -25,8 +25,10 @@ void VisitCache::Sweep() {
   auto now = std::chrono::steady_clock::now();
   std::lock_guard lock(mu_);
   for (auto it = entries_.begin(); it != entries_.end();) {
-    if (now - it->second.used > idle_) it = entries_.erase(it);
-    else ++it;
+    if (now - it->second.used > idle_)
+      it = entries_.erase(it);
+    else
+      ++it;
   }
 }
 

@@ -1,7 +1,7 @@
 #include "replayer/event.h"
 
-#include <catch2/catch.hpp>
 #include <simdjson.h>
+#include <catch2/catch.hpp>
 
 using namespace replayer;
 
@@ -54,26 +54,38 @@ TEST_CASE("poison at once names the fault", "[event]") {
   CHECK(reason("[1,2]") == "the event is not a JSON object");
   CHECK(reason(R"({"id":"x","visitor":"v","type":"event","accepted_at":1,"payload":{}})") ==
         "the event has no website id");
-  CHECK(reason(R"({"id":"x","website":"  ","visitor":"v","type":"event","accepted_at":1,"payload":{}})") ==
-        "the event has no website id");
+  CHECK(
+      reason(
+          R"({"id":"x","website":"  ","visitor":"v","type":"event","accepted_at":1,"payload":{}})") ==
+      "the event has no website id");
   CHECK(reason(R"({"id":"x","website":"w","type":"event","accepted_at":1,"payload":{}})") ==
         "the event has no usable visitor key");
-  CHECK(reason(R"({"id":"x","website":"w","visitor":"","type":"event","accepted_at":1,"payload":{}})") ==
-        "the event has no usable visitor key");
-  CHECK(reason(R"({"id":"x","website":"w","visitor":42,"type":"event","accepted_at":1,"payload":{}})") ==
-        "the event has no usable visitor key");
+  CHECK(
+      reason(
+          R"({"id":"x","website":"w","visitor":"","type":"event","accepted_at":1,"payload":{}})") ==
+      "the event has no usable visitor key");
+  CHECK(
+      reason(
+          R"({"id":"x","website":"w","visitor":42,"type":"event","accepted_at":1,"payload":{}})") ==
+      "the event has no usable visitor key");
   CHECK(reason(R"({"website":"w","visitor":"v","type":"event","accepted_at":1,"payload":{}})") ==
         "the event has no event id (neither in the body nor Nats-Msg-Id)");
-  CHECK(reason(R"({"id":"x","website":"w","visitor":"v","type":"pageview","accepted_at":1,"payload":{}})") ==
-        "the event type 'pageview' is not event or identify");
+  CHECK(
+      reason(
+          R"({"id":"x","website":"w","visitor":"v","type":"pageview","accepted_at":1,"payload":{}})") ==
+      "the event type 'pageview' is not event or identify");
   CHECK(reason(R"({"id":"x","website":"w","visitor":"v","accepted_at":1,"payload":{}})") ==
         "the event has no type");
   CHECK(reason(R"({"id":"x","website":"w","visitor":"v","type":"event","payload":{}})") ==
         "the event has no numeric accepted_at");
-  CHECK(reason(R"({"id":"x","website":"w","visitor":"v","type":"event","accepted_at":"1","payload":{}})") ==
-        "the event has no numeric accepted_at");
-  CHECK(reason(R"({"id":"x","website":"w","visitor":"v","type":"event","accepted_at":-5,"payload":{}})") ==
-        "the event's accepted_at is not a positive time");
+  CHECK(
+      reason(
+          R"({"id":"x","website":"w","visitor":"v","type":"event","accepted_at":"1","payload":{}})") ==
+      "the event has no numeric accepted_at");
+  CHECK(
+      reason(
+          R"({"id":"x","website":"w","visitor":"v","type":"event","accepted_at":-5,"payload":{}})") ==
+      "the event's accepted_at is not a positive time");
   CHECK(reason(R"({"id":"x","website":"w","visitor":"v","type":"event","accepted_at":1})") ==
         "the event has no payload object");
   CHECK(reason(R"({"id":"x","website":"w","visitor":")" + std::string(300, 'a') +

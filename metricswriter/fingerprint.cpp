@@ -1,0 +1,116 @@
+#include "metricswriter/fingerprint.h"
+
+#include <cstring>
+
+namespace mw {
+namespace {
+
+uint64_t Rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+uint64_t Fmix(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdULL;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ULL;
+  k ^= k >> 33;
+  return k;
+}
+
+uint64_t Load64(const unsigned char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];  // little-endian, whatever the host
+  return v;
+}
+
+}  // namespace
+
+std::string Fingerprint::Bytes() const {
+  std::string out(16, '\0');
+  for (int i = 0; i < 8; ++i) {
+    out[static_cast<size_t>(i)] = static_cast<char>(hi >> (56 - 8 * i));
+    out[static_cast<size_t>(8 + i)] = static_cast<char>(lo >> (56 - 8 * i));
+  }
+  return out;
+}
+
+Fingerprint Murmur3x64_128(std::string_view data) {
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+  const size_t len = data.size();
+  const size_t blocks = len / 16;
+  constexpr uint64_t c1 = 0x87c37b91114253d5ULL;
+  constexpr uint64_t c2 = 0x4cf5ad432745937fULL;
+  uint64_t h1 = 0, h2 = 0;
+  for (size_t i = 0; i < blocks; ++i) {
+    uint64_t k1 = Load64(p + i * 16);
+    uint64_t k2 = Load64(p + i * 16 + 8);
+    k1 *= c1;
+    k1 = Rotl(k1, 31);
+    k1 *= c2;
+    h1 ^= k1;
+    h1 = Rotl(h1, 27);
+    h1 += h2;
+    h1 = h1 * 5 + 0x52dce729;
+    k2 *= c2;
+    k2 = Rotl(k2, 33);
+    k2 *= c1;
+    h2 ^= k2;
+    h2 = Rotl(h2, 31);
+    h2 += h1;
+    h2 = h2 * 5 + 0x38495ab5;
+  }
+  const unsigned char* tail = p + blocks * 16;
+  uint64_t k1 = 0, k2 = 0;
+  size_t rest = len & 15;
+  for (size_t i = rest; i > 8; --i) k2 ^= static_cast<uint64_t>(tail[i - 1]) << (8 * (i - 9));
+  if (rest > 8) {
+    k2 *= c2;
+    k2 = Rotl(k2, 33);
+    k2 *= c1;
+    h2 ^= k2;
+  }
+  for (size_t i = std::min<size_t>(rest, 8); i > 0; --i) {
+    k1 ^= static_cast<uint64_t>(tail[i - 1]) << (8 * (i - 1));
+  }
+  if (rest > 0) {
+    k1 *= c1;
+    k1 = Rotl(k1, 31);
+    k1 *= c2;
+    h1 ^= k1;
+  }
+  h1 ^= len;
+  h2 ^= len;
+  h1 += h2;
+  h2 += h1;
+  h1 = Fmix(h1);
+  h2 = Fmix(h2);
+  h1 += h2;
+  h2 += h1;
+  return {h1, h2};
+}
+
+Fingerprint SeriesFingerprint(std::string_view tenant, const Batch& b, size_t index,
+                              std::string* s) {
+  const Series& series = b.series[index];
+  const Scope& scope = b.scopes[series.scope];
+  // NUL separates the parts: decoded text never holds one (NULs are replaced), so the encoding
+  // is unambiguous.
+  s->clear();
+  auto add = [s](std::string_view part) {
+    s->append(part);
+    s->push_back('\0');
+  };
+  add(tenant);
+  add(MetricTypeName(series.type));
+  add(series.name);
+  add(series.unit);
+  add(TemporalityName(series.temporality));
+  add(series.monotonic ? "1" : "0");
+  add(b.resources[series.resource]);
+  add(scope.name);
+  add(scope.version);
+  add(scope.attributes);
+  add(series.attributes);
+  return Murmur3x64_128(*s);
+}
+
+}  // namespace mw

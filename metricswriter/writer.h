@@ -1,0 +1,107 @@
+// The metricswriter service: drains API_METRICS into PostgreSQL (SPEC §5).
+//
+// Two threads, so decoding overlaps the database's work:
+//  - intake: fetches from the durable pull consumer, checks id, tenant and content type,
+//    decodes, and either dead-letters the message (API_DLQ, then ack) or adds it to a group;
+//    a full or lingering group is handed to the store thread (at most `queued_groups` wait);
+//  - store: writes a group in one transaction (Store::Write), acks its messages after the
+//    commit, isolates a batch the database rejects for its content and dead-letters it alone,
+//    and holds everything (in-progress acks keep it ours) while the database is unavailable,
+//    retrying with backoff without limit.
+// Stop (SIGTERM): intake stops fetching; the store thread finishes the transaction under way
+// and the groups already decoded (naking them instead if the database is down); Run returns.
+// Ownership: borrows the NatsClient, Registry and StopSignal (all outlive Run()).
+// Thread-safety: Run() once, from the main thread; health() from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/http_server.h"
+#include "common/metrics.h"
+#include "common/nats_client.h"
+#include "common/nats_stream.h"
+#include "common/stop_signal.h"
+#include "metricswriter/decisions.h"
+#include "metricswriter/otlp_json.h"
+#include "metricswriter/otlp_proto.h"
+#include "metricswriter/store.h"
+#include "metricswriter/writer_metrics.h"
+
+namespace mw {
+
+struct WriterOptions {
+  core::ConsumerSpec consumer;           // durable "metricswriter" on API_METRICS
+  size_t group_batches = 500;            // batches per transaction, at most
+  size_t group_points = 50'000;          // points per transaction, at most
+  Millis group_linger{100};              // a partial group waits at most this for more
+  size_t queued_groups = 2;              // decoded groups waiting for the store thread
+  Millis retry_base{200};                // database retry backoff
+  Millis retry_max{10'000};
+  Millis expire_every{std::chrono::hours(1)};
+  Store::Options store;
+};
+
+// A group of decoded batches and their messages (same index), on its way to the database.
+struct Group {
+  std::vector<core::Message> messages;
+  std::vector<PendingBatch> batches;
+  std::vector<bool> done;  // acked, dead-lettered or naked: no longer ours to keep alive
+  size_t points = 0;
+  Clock::time_point first;
+};
+
+class Writer {
+ public:
+  Writer(WriterOptions options, core::NatsClient& nats, core::metrics::Registry& registry,
+         core::StopSignal& stop);
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  // Binds the consumer and runs both loops until a stop is requested. Error only when the
+  // consumer cannot be bound.
+  core::Status Run();
+  core::Health health() const;
+
+ private:
+  // intake thread (writer_intake.cpp)
+  void IntakeLoop(core::PullConsumer& consumer);
+  bool Admit(core::Message& msg, PendingBatch* out);  // false: dead-lettered or naked
+  // store thread (writer.cpp)
+  void StoreLoop();
+  void StoreGroup(Group& group);
+  void KeepAlive(Group& group);
+  void Finished(Group& group, size_t begin, size_t end, const WriteOutcome& out);
+  void NakRest(Group& group);  // at a stop while the database is down
+  void Release(size_t n);      // n batches are no longer held
+  // either thread
+  void DeadLetter(core::Message& msg, const std::string& reason, const std::string& detail,
+                  const std::string& label);
+
+  WriterOptions options_;
+  core::NatsClient& nats_;
+  core::StopSignal& stop_;
+  WriterMetrics metrics_;
+  Store store_;  // store thread only
+  JsonDecoder json_;    // intake thread only
+  ProtoDecoder proto_;  // intake thread only
+  std::string scratch_;  // intake thread only
+
+  std::mutex mu_;  // guards queue_ and intake_done_
+  std::condition_variable cv_;
+  std::deque<Group> queue_;
+  bool intake_done_ = false;
+
+  std::atomic<bool> db_ok_{false};
+  std::atomic<int64_t> held_{0};
+  Clock::time_point last_keepalive_;
+};
+
+}  // namespace mw
