@@ -13,6 +13,8 @@ ReplayerConfig ReadReplayerConfig(core::ConfigReader& r) {
   ReplayerConfig c;
   c.umami_urls = r.UrlList("UMAMI_URLS", "http://127.0.0.1:3000", {"http", "https"});
   c.workers = static_cast<int>(r.Int("REPLAYER_WORKERS", c.workers, 1, 4096));
+  c.sends_per_process =
+      static_cast<int>(r.Int("REPLAYER_SENDS_PER_PROCESS", c.sends_per_process, 1, 4096));
   c.max_in_flight = static_cast<int>(r.Int("REPLAYER_MAX_IN_FLIGHT", c.max_in_flight, 1, 100000));
   c.ack_wait =
       r.Duration("REPLAYER_ACK_WAIT", c.ack_wait, core::Millis(3000), core::Millis(600'000));
@@ -63,6 +65,8 @@ core::Status Engine::Start() {
 
 void Engine::Run(core::StopSignal& stop) {
   auto& s = *s_;
+  // A process takes sends only once its checks passed: this also warms Umami's routes.
+  for (int i = 0; i < static_cast<int>(s.processes.size()); ++i) s.StartCheck(i, Clock::now());
   s.intake = std::thread([&s] { s.IntakeLoop(); });
   TimePoint stop_deadline{};
   TimePoint last_tick{};

@@ -25,10 +25,13 @@ namespace replayer {
 
 struct ReplayerConfig {
   std::vector<std::string> umami_urls;
-  int workers = 128;        // concurrent sends
+  int workers = 128;  // concurrent sends, all processes together
+  // Concurrent sends to one Umami process. More than it can serve only adds latency (and a
+  // send that outlives its timeout may still be stored: a duplicate when retried).
+  int sends_per_process = 32;
   int max_in_flight = 900;  // messages held
   core::Millis ack_wait{30'000};
-  core::Millis send_timeout{10'000};
+  core::Millis send_timeout{30'000};
   core::Millis check_cache{3'000};
   int fetch_batch = 100;
 };

@@ -87,7 +87,8 @@ int Engine::State::PickProcess() const {
   int best = -1;
   for (int i = 0; i < static_cast<int>(processes.size()); ++i) {
     const auto& p = processes[i];
-    if (p.health.Last() == ProcessHealth::State::kDown) continue;
+    if (p.health.Last() != ProcessHealth::State::kUp) continue;
+    if (p.in_flight >= cfg.sends_per_process) continue;
     if (best < 0 || p.in_flight < processes[best].in_flight) best = i;
   }
   return best;
@@ -105,7 +106,7 @@ void Engine::State::Dispatch(TimePoint) {
     for (const auto& p : processes) sends += p.in_flight;
     if (sends >= cfg.workers) return;
     int p = PickProcess();
-    if (p < 0) return;  // every process is down: the events wait, the checks go on
+    if (p < 0) return;  // every process is down or busy: the events wait, the checks go on
     ready.pop_front();
     Send(id, it->second, p);
   }
@@ -356,7 +357,7 @@ void Engine::State::Tick(TimePoint now) {
     if (p.health.check_running && now - p.last_check_started > milliseconds(10'000)) {
       p.health.check_running = false;  // a lost answer must not block checks for ever
     }
-    if (p.health.Last() == ProcessHealth::State::kDown && !p.health.check_running &&
+    if (p.health.Last() != ProcessHealth::State::kUp && !p.health.check_running &&
         now - p.last_check_started >= kDownRecheck) {
       StartCheck(i, now);
     }

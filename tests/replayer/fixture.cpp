@@ -1,0 +1,129 @@
+#include "tests/replayer/fixture.h"
+
+#include <nats/nats.h>
+
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <sstream>
+
+#include "common/dead_letter.h"
+#include "common/nats_admin.h"
+
+namespace replayer_test {
+
+using testsupport::Capture;
+
+Fixture::Fixture(int umami_processes, int site_count)
+    : stack({"nats", "pg", "umami"}, umami_processes) {
+  int rc = -1;
+  std::string out = Capture("NATS_URL=" + stack.Env("NATS_URL") + " " + testsupport::BinaryDir() +
+                                "/platformctl/platformctl init 2>&1",
+                            &rc);
+  if (rc != 0) FAIL("platformctl init: " << out);
+  core::CommonConfig c;
+  c.nats_urls = {stack.Env("NATS_URL")};
+  auto conn = core::NatsClient::Connect(c, {});
+  if (!conn) FAIL(conn.error().message);
+  client = std::move(*conn);
+  for (int i = 0; i < site_count; ++i) {
+    sites.push_back(testsupport::NewUuid());
+    testsupport::AddWebsite(UmamiDb(), sites.back());
+  }
+  log_path = stack.dir() + "/replayer.log";
+}
+
+Fixture::~Fixture() {
+  if (replayer) replayer.reset();
+  if (std::getenv("SHOW_REPLAYER_LOG") != nullptr) {
+    std::fprintf(stderr, "%s\n", Capture("tail -n 200 " + log_path).c_str());
+  }
+}
+
+void Fixture::StartReplayer(const std::map<std::string, std::string>& extra_env) {
+  if (metrics_port == 0) metrics_port = testsupport::FreePortRange(1);
+  std::map<std::string, std::string> env = {
+      {"NATS_URL", stack.Env("NATS_URL")},
+      {"UMAMI_URLS", stack.Env("UMAMI_URLS")},
+      {"METRICS_LISTEN", "127.0.0.1:" + std::to_string(metrics_port)},
+      {"LOG_LEVEL", "info"},
+  };
+  for (const auto& [k, v] : extra_env) env[k] = v;
+  replayer = std::make_unique<testsupport::ChildProcess>(
+      std::vector<std::string>{testsupport::BinaryDir() + "/replayer/replayer"}, env, log_path);
+  bool up = testsupport::WaitFor(
+      [&] { return Metrics().find("replayer_held_messages") != std::string::npos; }, 15000);
+  if (!up) FAIL("replayer did not serve /metrics: " << Capture("tail -n 50 " + log_path));
+}
+
+void Fixture::KillReplayer() {
+  if (!replayer) return;
+  replayer->Signal(SIGKILL);
+  replayer->Wait(5000);
+  replayer.reset();
+}
+
+int Fixture::StopReplayer(int timeout_ms) {
+  if (!replayer) return -1;
+  replayer->Signal(SIGTERM);
+  int rc = replayer->Wait(timeout_ms);
+  replayer.reset();
+  return rc;
+}
+
+core::backlog::StreamReading Fixture::Read(const std::string& stream) {
+  auto r = core::nats_admin::ReadStream(*client, stream);
+  if (!r) FAIL(r.error().message);
+  return *r;
+}
+
+bool Fixture::WaitDrained(int timeout_ms) {
+  return testsupport::WaitFor(
+      [&] {
+        auto r = Read("WEB_EVENTS");
+        if (r.messages != 0) return false;
+        for (const auto& c : r.consumers) {
+          if (c.unacked != 0 || c.pending != 0) return false;
+        }
+        return true;
+      },
+      timeout_ms);
+}
+
+std::vector<std::string> Fixture::DlqReasons() {
+  std::vector<std::string> out;
+  auto r = Read("WEB_DLQ");
+  for (uint64_t seq = r.first_seq; r.messages > 0 && seq <= r.last_seq; ++seq) {
+    natsMsg* msg = nullptr;
+    if (js_GetMsg(&msg, client->js(), "WEB_DLQ", seq, nullptr, nullptr) != NATS_OK) continue;
+    const char* reason = nullptr;
+    natsMsgHeader_Get(msg, core::dead_letter::kReason, &reason);
+    out.push_back(reason ? reason : "");
+    natsMsg_Destroy(msg);
+  }
+  return out;
+}
+
+std::string Fixture::Metrics() {
+  return Capture("curl -s --max-time 2 http://127.0.0.1:" + std::to_string(metrics_port) +
+                 "/metrics");
+}
+
+double Fixture::Metric(const std::string& sample) {
+  std::istringstream in(Metrics());
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(sample + " ", 0) == 0) return std::stod(line.substr(sample.size() + 1));
+  }
+  return 0;
+}
+
+int64_t Fixture::StoredEvents(const std::string& where) {
+  return testsupport::QueryInt(UmamiDb(), "SELECT count(*) FROM website_event WHERE " + where);
+}
+
+void Fixture::Publish(const testsupport::TestEvent& e) {
+  auto st = testsupport::PublishEvent(*client, e);
+  if (!st) FAIL(st.error().message);
+}
+
+}  // namespace replayer_test

@@ -1,0 +1,44 @@
+// A running replayer against a private stack (NATS, PostgreSQL, real Umami), for the
+// replayer's integration tests. Test main thread only.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/backlog.h"
+#include "common/nats_client.h"
+#include "tests/support/test_stack.h"
+#include "tests/support/web_events.h"
+
+namespace replayer_test {
+
+class Fixture {
+ public:
+  explicit Fixture(int umami_processes = 1, int sites = 2);
+  ~Fixture();
+
+  void StartReplayer(const std::map<std::string, std::string>& extra_env = {});
+  void KillReplayer();               // kill -9
+  int StopReplayer(int timeout_ms);  // SIGTERM, returns the exit code
+
+  core::backlog::StreamReading Read(const std::string& stream);
+  // Waits until WEB_EVENTS holds nothing and the consumer has nothing unacked.
+  bool WaitDrained(int timeout_ms);
+  std::vector<std::string> DlqReasons();  // Sa-Dlq-Reason of every WEB_DLQ message, in order
+  std::string Metrics();
+  double Metric(const std::string& sample);  // a sample line's value; 0 when absent
+  int64_t StoredEvents(const std::string& where = "true");
+  std::string UmamiDb() const { return stack.Env("UMAMI_DATABASE_URL"); }
+  void Publish(const testsupport::TestEvent& e);
+
+  testsupport::TestStack stack;
+  std::unique_ptr<core::NatsClient> client;
+  std::vector<std::string> sites;
+  std::unique_ptr<testsupport::ChildProcess> replayer;
+  int metrics_port = 0;
+  std::string log_path;
+};
+
+}  // namespace replayer_test
