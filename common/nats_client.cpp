@@ -106,6 +106,11 @@ bool NatsClient::Connected() const {
   return conn_ != nullptr && natsConnection_Status(conn_) == NATS_CONN_STATUS_CONNECTED;
 }
 
+Status NatsClient::Flush(int64_t timeout_ms) {
+  natsStatus s = natsConnection_FlushTimeout(conn_, timeout_ms);
+  return s == NATS_OK ? Status::Ok() : Status(NatsError(s, "flush"));
+}
+
 std::string NatsClient::ConnectedUrl() const {
   char buf[256] = {0};
   if (conn_ == nullptr || natsConnection_GetConnectedUrl(conn_, buf, sizeof(buf)) != NATS_OK) {

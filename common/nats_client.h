@@ -34,6 +34,8 @@ class NatsClient {
 
   bool Connected() const;
   std::string ConnectedUrl() const;
+  // Round trip to the server: everything written before (acks, naks) has reached it.
+  Status Flush(int64_t timeout_ms);
   natsConnection* conn() const { return conn_; }
   jsCtx* js() const { return js_; }
   int64_t request_timeout_ms() const { return timeout_ms_; }

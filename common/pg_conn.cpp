@@ -1,6 +1,7 @@
 #include "common/pg_conn.h"
 
 #include <libpq-fe.h>
+#include <spdlog/spdlog.h>
 
 #include <utility>
 
@@ -82,6 +83,10 @@ Result<std::unique_ptr<PgConn>> PgConn::Connect(const std::string& conninfo,
     // full, or gone. All of these are worth another try.
     return Error::Retryable(OneLine("postgres connect: " + std::string(PQerrorMessage(c->conn_))));
   }
+  // Server notices ("schema already exists, skipping") go to the log, not raw to stderr.
+  PQsetNoticeProcessor(
+      c->conn_, [](void*, const char* message) { spdlog::debug("postgres: {}", message); },
+      nullptr);
   return c;
 }
 

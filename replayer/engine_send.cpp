@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "common/dead_letter.h"
 #include "common/timefmt.h"
@@ -376,6 +377,9 @@ void Engine::State::UpdateGauges() {
 }
 
 void Engine::State::ReleaseAll() {
+  // The intake's last pull request lives until it expires; a nak before then would hand the
+  // message straight back to this (now idle) subscription.
+  std::this_thread::sleep_for(milliseconds(600));
   size_t released = 0;
   for (auto& [id, h] : held) {
     (void)h.msg.Nak(core::Millis(0));
@@ -383,6 +387,9 @@ void Engine::State::ReleaseAll() {
   }
   held.clear();
   held_count.store(0);
+  if (auto st = nats.Flush(5000); !st) {
+    spdlog::warn("releasing held events: {} (they return after the ack wait)", st.error().message);
+  }
   if (released > 0) spdlog::info("released {} held events for redelivery", released);
 }
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR disable=SC2016,SC2034  # conditions are eval'ed by check()
 # tests/umami/umami-behaviour.sh: records the Umami 2.10.0 /api/send behaviours
 # that the workers rely on, against a real Umami (scripts/umami-build) in a
 # private stack (scripts/stack) on a random free base port.
