@@ -2,11 +2,13 @@
 //   webgen --count N [--visitors V] [--sites ID,ID] [--rate R/s] [--prefix P]
 // NATS_URL as for the services. Prints the number published and the rate reached.
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <thread>
 
 #include "common/config.h"
+#include "common/nats_async.h"
 #include "common/nats_client.h"
 #include "common/nats_stream.h"
 #include "tests/support/web_events.h"
@@ -33,6 +35,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> sites;
   std::stringstream ss(sites_csv);
   for (std::string s; std::getline(ss, s, ',');) sites.push_back(s);
+  std::atomic<int> done{0}, failed{0};
+  auto publisher = core::AsyncPublisher::Create(**client, [&](uint64_t, const core::Status& st) {
+    if (!st) failed++;
+    done++;
+  });
+  if (!publisher) {
+    std::cerr << publisher.error().message << "\n";
+    return 3;
+  }
   std::vector<int> seq(visitors, 0);
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < count; ++i) {
@@ -45,10 +56,23 @@ int main(int argc, char** argv) {
     e.site = sites[e.visitor % sites.size()];
     e.seq = seq[e.visitor]++;
     e.id = prefix + "-" + std::to_string(i);
-    if (auto st = testsupport::PublishEvent(**client, e); !st) {
+    int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    core::OutMessage m;
+    m.subject = "web.events." + e.site;
+    m.data = testsupport::EventJson(e, now_ms);
+    m.msg_id = e.id;
+    while (i - done.load() > 8000) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (auto st = (*publisher)->Publish(m, static_cast<uint64_t>(i) + 1); !st) {
       std::cerr << "publish " << i << ": " << st.error().message << "\n";
       return 1;
     }
+  }
+  while (done.load() < count) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (failed.load() > 0) {
+    std::cerr << failed.load() << " publishes failed\n";
+    return 1;
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "published " << count << " in " << secs << " s (" << count / secs << "/s)\n";

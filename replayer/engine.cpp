@@ -29,6 +29,9 @@ Engine::Engine(core::NatsClient& nats, ReplayerConfig config, ReplayerMetrics& m
 Engine::~Engine() {
   s_->intake_stop = true;
   if (s_->intake.joinable()) s_->intake.join();
+  // The publisher's completions reach into the inbox and the HTTP pool: it must go (waiting for
+  // its last acks) while they still exist, whatever the members' order.
+  s_->publisher.reset();
 }
 
 core::Status Engine::Start() {

@@ -57,6 +57,7 @@ void Engine::State::DrainInbox(TimePoint now) {
     held.erase(it);
     held_count.fetch_sub(1);
   }
+  if (!done.empty()) room_cv.notify_one();
 }
 
 void Engine::State::Admit(NewEvent e, TimePoint now) {
@@ -342,6 +343,7 @@ void Engine::State::Finish(uint64_t id, Held& h) {
   }
   held.erase(id);
   held_count.fetch_sub(1);
+  room_cv.notify_one();
 }
 
 void Engine::State::Tick(TimePoint now) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <queue>
@@ -87,7 +88,7 @@ struct Engine::State {
   std::unique_ptr<core::PullConsumer> consumer;
   std::unique_ptr<core::KvBucket> stored_ids;
   std::unique_ptr<core::KvBucket> visits;
-  std::unique_ptr<core::AsyncPublisher> publisher;
+  std::unique_ptr<core::AsyncPublisher> publisher;  // reset first in ~Engine: see there
   HttpPool http;
   Lanes lanes;
   VisitCache visit_cache;
@@ -105,10 +106,11 @@ struct Engine::State {
   std::vector<PubDone> inbox_done;
   std::thread intake;
   std::atomic<bool> intake_stop{false};
+  std::condition_variable room_cv;  // the engine frees room: the intake may fetch again
 
   // Intake thread.
   void IntakeLoop();
-  void Intake(core::Message msg);
+  void IntakeBatch(std::vector<core::Message> batch);
   void DeadLetterNow(core::Message& msg, const std::string& reason, const std::string& code);
 
   // Engine thread.

@@ -54,7 +54,7 @@ std::string KvSafe(std::string_view s) {
 }
 
 ParseResult Parse(std::string_view body, std::string_view msg_id) {
-  simdjson::dom::parser parser;
+  thread_local simdjson::dom::parser parser;  // reused: a new parser allocates its buffers
   simdjson::dom::element doc;
   if (auto err = parser.parse(body.data(), body.size()).get(doc); err) {
     return Poison(std::string("the event is not valid JSON (") + simdjson::error_message(err) +
@@ -120,7 +120,7 @@ ParseResult Parse(std::string_view body, std::string_view msg_id) {
 
 std::string BuildSendBody(const WebEvent& e) {
   // Copy the edge's payload members except the ones we own, then append ours.
-  simdjson::dom::parser parser;
+  thread_local simdjson::dom::parser parser;  // reused: a new parser allocates its buffers
   simdjson::dom::object payload;
   std::string out = "{\"type\":\"" + core::JsonEscape(e.type) + "\",\"payload\":{";
   bool first = true;

@@ -2,6 +2,8 @@
 // visitor's state, and hand the rest to the engine thread.
 #include <spdlog/spdlog.h>
 
+#include <unordered_set>
+
 #include "common/dead_letter.h"
 #include "common/topology.h"
 #include "replayer/engine_state.h"
@@ -11,14 +13,20 @@ namespace replayer {
 namespace {
 constexpr core::Millis kFetchWait{500};
 constexpr core::Millis kRetryLater{5000};
+constexpr size_t kLookupThreads = 8;
 }  // namespace
 
 void Engine::State::IntakeLoop() {
   TimePoint last_error_log{};
   while (!intake_stop.load()) {
+    // Fetch in whole batches when the limit allows, so a full engine is not fed one by one.
+    int low_water = std::min(cfg.fetch_batch, std::max(1, cfg.max_in_flight / 4));
     int room = cfg.max_in_flight - held_count.load();
-    if (room <= 0) {
-      std::this_thread::sleep_for(milliseconds(10));
+    if (room < low_water) {
+      std::unique_lock lock(inbox_mu);
+      room_cv.wait_for(lock, milliseconds(50), [&] {
+        return intake_stop.load() || cfg.max_in_flight - held_count.load() >= low_water;
+      });
       continue;
     }
     auto batch = consumer->Fetch(std::min(room, cfg.fetch_batch), kFetchWait);
@@ -31,7 +39,7 @@ void Engine::State::IntakeLoop() {
       std::this_thread::sleep_for(milliseconds(250));
       continue;
     }
-    for (auto& msg : *batch) Intake(std::move(msg));
+    if (!batch->empty()) IntakeBatch(std::move(*batch));
   }
 }
 
@@ -55,43 +63,82 @@ void Engine::State::DeadLetterNow(core::Message& msg, const std::string& reason,
                msg.stream_seq());
 }
 
-void Engine::State::Intake(core::Message msg) {
-  m.fetched.Inc();
-  if (msg.num_delivered() > 1) m.redeliveries_received.Inc();
-  auto parsed = Parse(msg.data(), msg.Header("Nats-Msg-Id").value_or(""));
-  if (!parsed.event) {
-    DeadLetterNow(msg, parsed.poison_reason, kReasonPoison);
-    return;
-  }
-  WebEvent& ev = *parsed.event;
-  // A first delivery of an original message cannot have been sent before; a redelivery or a
-  // replay may have been. Only those pay for the guard's read.
-  if (msg.num_delivered() > 1 || msg.Header(core::dead_letter::kReplay)) {
-    auto seen = stored_ids->Get(KvSafe(ev.id));
-    if (!seen) {
-      spdlog::warn("duplicate guard unreadable for seq {}, retrying later: {}", msg.stream_seq(),
-                   seen.error().message);
-      (void)msg.Nak(kRetryLater);
-      return;
+void Engine::State::IntakeBatch(std::vector<core::Message> batch) {
+  struct Item {
+    core::Message msg;
+    WebEvent ev;
+    bool check_guard = false;
+    bool check_visit = false;
+    core::Result<std::optional<core::KvValue>> guard = std::optional<core::KvValue>();
+    core::Result<std::optional<core::KvValue>> visit = std::optional<core::KvValue>();
+  };
+  std::vector<Item> items;
+  items.reserve(batch.size());
+  std::unordered_set<std::string> lanes_looked_up;
+  for (auto& msg : batch) {
+    m.fetched.Inc();
+    if (msg.num_delivered() > 1) m.redeliveries_received.Inc();
+    auto parsed = Parse(msg.data(), msg.Header("Nats-Msg-Id").value_or(""));
+    if (!parsed.event) {
+      DeadLetterNow(msg, parsed.poison_reason, kReasonPoison);
+      continue;
     }
-    if (seen->has_value()) {
-      (void)msg.Ack();
-      m.duplicates_skipped.Inc();
-      spdlog::debug("event {} (seq {}) was stored before: acked, not sent again", ev.id,
-                    msg.stream_seq());
-      return;
+    Item it{std::move(msg), std::move(*parsed.event)};
+    // A first delivery of an original message cannot have been sent before; a redelivery or a
+    // replay may have been. Only those pay for the guard's read.
+    it.check_guard = it.msg.num_delivered() > 1 || it.msg.Header(core::dead_letter::kReplay);
+    std::string lane = it.ev.LaneKey();
+    it.check_visit = !visit_cache.Lookup(lane) && lanes_looked_up.insert(lane).second;
+    items.push_back(std::move(it));
+  }
+  // The KV reads are request/reply round trips: run them side by side, not one after another.
+  std::vector<size_t> reads;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].check_guard || items[i].check_visit) reads.push_back(i);
+  }
+  auto read = [&](size_t k0, size_t step) {
+    for (size_t k = k0; k < reads.size(); k += step) {
+      Item& it = items[reads[k]];
+      if (it.check_guard) it.guard = stored_ids->Get(KvSafe(it.ev.id));
+      if (it.check_visit) it.visit = visits->Get(VisitKey(it.ev.website, it.ev.visitor));
     }
+  };
+  size_t threads = std::min<size_t>(kLookupThreads, reads.size());
+  if (threads <= 1) {
+    read(0, 1);
+  } else {
+    std::vector<std::thread> pool;
+    for (size_t t = 0; t < threads; ++t) pool.emplace_back(read, t, threads);
+    for (auto& t : pool) t.join();
   }
-  std::string lane = ev.LaneKey();
-  if (!visit_cache.Lookup(lane)) {
-    auto state = visits->Get(VisitKey(ev.website, ev.visitor));
-    if (state) visit_cache.Set(lane, state->has_value() ? (*state)->value : "");
-    // Unreadable: send without a token now; Umami then derives the visit itself.
+  std::vector<NewEvent> admitted;
+  for (auto& it : items) {
+    if (it.check_guard) {
+      if (!it.guard) {
+        spdlog::warn("duplicate guard unreadable for seq {}, retrying later: {}",
+                     it.msg.stream_seq(), it.guard.error().message);
+        (void)it.msg.Nak(kRetryLater);
+        continue;
+      }
+      if (it.guard->has_value()) {
+        (void)it.msg.Ack();
+        m.duplicates_skipped.Inc();
+        spdlog::debug("event {} (seq {}) was stored before: acked, not sent again", it.ev.id,
+                      it.msg.stream_seq());
+        continue;
+      }
+    }
+    // An unreadable visit state: send without a token; Umami then derives the visit itself.
+    if (it.check_visit && it.visit) {
+      visit_cache.Set(it.ev.LaneKey(), it.visit->has_value() ? (*it.visit)->value : "");
+    }
+    admitted.push_back({std::move(it.msg), std::move(it.ev)});
   }
-  held_count.fetch_add(1);
+  if (admitted.empty()) return;
+  held_count.fetch_add(static_cast<int>(admitted.size()));
   {
     std::lock_guard lock(inbox_mu);
-    inbox_events.push_back({std::move(msg), std::move(ev)});
+    for (auto& e : admitted) inbox_events.push_back(std::move(e));
   }
   http.Wakeup();
 }

@@ -15,7 +15,7 @@ SendReply ParseSendReply(std::string_view body) {
     r.cache_token = std::string(body);
     return r;
   }
-  simdjson::dom::parser parser;
+  thread_local simdjson::dom::parser parser;  // reused: a new parser allocates its buffers
   simdjson::dom::object obj;
   if (parser.parse(body.data(), body.size()).get_object().get(obj) != simdjson::SUCCESS) {
     return r;  // a 2xx we cannot read: Umami took it; keep no token

@@ -77,7 +77,7 @@ core::backlog::StreamReading Fixture::Read(const std::string& stream) {
 }
 
 bool Fixture::WaitDrained(int timeout_ms) {
-  return testsupport::WaitFor(
+  bool drained = testsupport::WaitFor(
       [&] {
         auto r = Read("WEB_EVENTS");
         if (r.messages != 0) return false;
@@ -87,6 +87,21 @@ bool Fixture::WaitDrained(int timeout_ms) {
         return true;
       },
       timeout_ms);
+  if (!drained) {
+    auto r = Read("WEB_EVENTS");
+    std::string state = "WEB_EVENTS holds " + std::to_string(r.messages);
+    for (const auto& c : r.consumers) {
+      state += "; consumer " + c.name + " pending " + std::to_string(c.pending) + " unacked " +
+               std::to_string(c.unacked);
+    }
+    WARN("not drained: " << state << "\nreplayer metrics:\n"
+                         << Capture("curl -s --max-time 2 http://127.0.0.1:" +
+                                    std::to_string(metrics_port) +
+                                    "/metrics | grep -v '^#' | grep -v _bucket")
+                         << "\nreplayer log:\n"
+                         << Capture("grep -v 'moved to the dlq' " + log_path + " | tail -n 40"));
+  }
+  return drained;
 }
 
 std::vector<std::string> Fixture::DlqReasons() {

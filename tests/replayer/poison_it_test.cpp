@@ -49,18 +49,20 @@ TEST_CASE("poison is dead-lettered with its reason; nobody else waits",
   f.Publish(identify);
   // Malformed messages: dead-lettered at once.
   REQUIRE(testsupport::PublishRaw(*f.client, "web.events." + site, "not json", "m1").ok());
-  REQUIRE(testsupport::PublishRaw(*f.client, "web.events." + site,
-                                  R"({"id":"m2","visitor":"v","type":"event","accepted_at":1,"payload":{}})",
-                                  "m2")
+  REQUIRE(testsupport::PublishRaw(
+              *f.client, "web.events." + site,
+              R"({"id":"m2","visitor":"v","type":"event","accepted_at":1,"payload":{}})", "m2")
               .ok());
-  REQUIRE(testsupport::PublishRaw(*f.client, "web.events." + site,
-                                  R"({"id":"m3","website":"w","type":"event","accepted_at":1,"payload":{}})",
-                                  "m3")
+  REQUIRE(testsupport::PublishRaw(
+              *f.client, "web.events." + site,
+              R"({"id":"m3","website":"w","type":"event","accepted_at":1,"payload":{}})", "m3")
               .ok());
-  REQUIRE(testsupport::PublishRaw(*f.client, "web.events." + site,
-                                  R"({"id":"m4","website":"w","visitor":"v","type":"click","accepted_at":1,"payload":{}})",
-                                  "m4")
-              .ok());
+  REQUIRE(
+      testsupport::PublishRaw(
+          *f.client, "web.events." + site,
+          R"({"id":"m4","website":"w","visitor":"v","type":"click","accepted_at":1,"payload":{}})",
+          "m4")
+          .ok());
   // 20 other visitors, 10 events each, published after all of that.
   auto published_others = std::chrono::steady_clock::now();
   for (int v = 0; v < 20; ++v) {
@@ -95,8 +97,9 @@ TEST_CASE("poison is dead-lettered with its reason; nobody else waits",
   CHECK(reasons.size() == 3 + 6 + 4);
   // The poison visitor's 64 kept events were stored, in order, after the head went.
   auto rows = testsupport::Query(
-      f.UmamiDb(), "SELECT url_path FROM website_event WHERE url_path LIKE '/v1000/%' ORDER BY "
-                   "created_at");
+      f.UmamiDb(),
+      "SELECT url_path FROM website_event WHERE url_path LIKE '/v1000/%' ORDER BY "
+      "created_at");
   REQUIRE(rows.size() == 64);
   for (int i = 0; i < 64; ++i) CHECK(rows[i] == "/v1000/" + std::to_string(i + 1));
   CHECK(f.Metric("replayer_events_dead_lettered_total{reason=\"failed_4_times\"}") == 3);
