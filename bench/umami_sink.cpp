@@ -6,8 +6,12 @@
 #include <httplib.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <iostream>
+#include <mutex>
+#include <vector>
 
 int main(int argc, char** argv) {
   CLI::App app{"instant Umami stand-in for benchmarks"};
@@ -17,6 +21,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "worker threads (one per keep-alive connection)");
   CLI11_PARSE(app, argc, argv);
   std::atomic<uint64_t> sends{0};
+  std::mutex mu;
+  std::vector<double> latencies;  // publish -> received, ms
   httplib::Server server;
   server.set_tcp_nodelay(true);  // without it Nagle caps cpp-httplib at ~2k req/s
   server.set_keep_alive_max_count(1000000);
@@ -28,6 +34,16 @@ int main(int argc, char** argv) {
       return;
     }
     sends.fetch_add(1, std::memory_order_relaxed);
+    // webgen --stamp puts the publish time (unix ns) into the event data as "pub_ns".
+    auto at = req.body.find("\"pub_ns\":");
+    if (at != std::string::npos) {
+      int64_t pub = std::stoll(req.body.substr(at + 9));
+      int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+      std::lock_guard lock(mu);
+      latencies.push_back(static_cast<double>(now - pub) / 1e6);
+    }
     res.set_content("eyJhbGciOiJIUzI1NiJ9.e30.sink", "text/plain");
   });
   server.Get("/api/heartbeat", [](const httplib::Request&, httplib::Response& res) {
@@ -35,6 +51,23 @@ int main(int argc, char** argv) {
   });
   server.Get("/count", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content(std::to_string(sends.load()), "text/plain");
+  });
+  // p50 p99 max count of publish -> received, in ms (then forgets them).
+  server.Get("/latency", [&](const httplib::Request&, httplib::Response& res) {
+    std::vector<double> v;
+    {
+      std::lock_guard lock(mu);
+      v.swap(latencies);
+    }
+    if (v.empty()) {
+      res.set_content("0 0 0 0", "text/plain");
+      return;
+    }
+    std::sort(v.begin(), v.end());
+    auto q = [&](double p) { return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))]; };
+    res.set_content(std::to_string(q(0.5)) + " " + std::to_string(q(0.99)) + " " +
+                        std::to_string(v.back()) + " " + std::to_string(v.size()),
+                    "text/plain");
   });
   std::cerr << "umami_sink on 127.0.0.1:" << port << "\n";
   return server.listen("127.0.0.1", port) ? 0 : 1;

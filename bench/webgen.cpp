@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   app.add_option("--sites", sites_csv)->required();
   app.add_option("--rate", rate, "events per second; 0 = as fast as acks allow");
   app.add_option("--prefix", prefix, "event id prefix");
+  bool stamp = false;
+  app.add_flag("--stamp", stamp, "put the publish time (unix ns) in the event data as pub_ns");
   CLI11_PARSE(app, argc, argv);
   auto reader = core::ConfigReader::FromProcess();
   auto common = core::ReadCommonConfig(reader, "127.0.0.1:0");
@@ -56,9 +58,11 @@ int main(int argc, char** argv) {
     e.site = sites[e.visitor % sites.size()];
     e.seq = seq[e.visitor]++;
     e.id = prefix + "-" + std::to_string(i);
-    int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+    int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();
+    int64_t now_ms = now_ns / 1'000'000;
+    if (stamp) e.data_json = "{\"pub_ns\":" + std::to_string(now_ns) + "}";
     core::OutMessage m;
     m.subject = "web.events." + e.site;
     m.data = testsupport::EventJson(e, now_ms);
