@@ -21,9 +21,9 @@ std::string OneLine(std::string s) {
 }
 
 Error MakeError(const std::string& sqlstate, const std::string& what, const std::string& msg) {
-  std::string text = sqlstate.empty() ? what + ": " + msg
-                                      : std::string(kSqlStatePrefix) + sqlstate + ": " + msg +
-                                            " (" + what + ")";
+  std::string text = sqlstate.empty()
+                         ? what + ": " + msg
+                         : std::string(kSqlStatePrefix) + sqlstate + ": " + msg + " (" + what + ")";
   return Error{ClassifySqlState(sqlstate), OneLine(text)};
 }
 
@@ -67,12 +67,20 @@ Result<std::unique_ptr<PgConn>> PgConn::Connect(const std::string& conninfo,
   }
   // expand_dbname: `dbname` may be a whole URL; the keys after it override what it says. TCP
   // keepalives and a user timeout make a vanished server an error instead of a hang.
-  const char* keys[] = {"dbname",          "application_name", "connect_timeout",
-                        "keepalives_idle", "keepalives_interval", "tcp_user_timeout",
-                        "options",         nullptr};
-  const char* values[] = {conninfo.c_str(), options.application_name.c_str(),
-                          timeout.c_str(),  "10",
-                          "5",              "30000",
+  const char* keys[] = {"dbname",
+                        "application_name",
+                        "connect_timeout",
+                        "keepalives_idle",
+                        "keepalives_interval",
+                        "tcp_user_timeout",
+                        "options",
+                        nullptr};
+  const char* values[] = {conninfo.c_str(),
+                          options.application_name.c_str(),
+                          timeout.c_str(),
+                          "10",
+                          "5",
+                          "30000",
                           server_options.empty() ? nullptr : server_options.c_str(),
                           nullptr};
   std::unique_ptr<PgConn> c(new PgConn());

@@ -32,7 +32,7 @@ bool StripReplay(std::string_view* id) {
     return false;
   }
   std::string_view rest = head.substr(0, stream_dot + 1);  // "<id>.replay."
-  if (rest.size() <= kReplay.size() || rest.substr(rest.size() - kReplay.size()) != kReplay) {
+  if (rest.size() < kReplay.size() || rest.substr(rest.size() - kReplay.size()) != kReplay) {
     return false;
   }
   *id = rest.substr(0, rest.size() - kReplay.size());
@@ -48,8 +48,8 @@ core::Result<std::string> BatchIdFromMsgId(const std::optional<std::string>& msg
   }
   if (id.empty()) return core::Error::Invalid("the batch id is empty");
   if (id.size() > kMaxBatchIdLength) {
-    return core::Error::Invalid("the batch id is longer than " +
-                                std::to_string(kMaxBatchIdLength) + " characters");
+    return core::Error::Invalid("the batch id is longer than " + std::to_string(kMaxBatchIdLength) +
+                                " characters");
   }
   auto bad = std::find_if_not(id.begin(), id.end(), IdChar);
   if (bad != id.end()) {
@@ -75,9 +75,9 @@ core::Result<Format> FormatOf(const std::optional<std::string>& content_type,
   std::string ct;
   if (content_type) {
     ct = content_type->substr(0, content_type->find(';'));
-    ct.erase(std::remove_if(ct.begin(), ct.end(),
-                            [](unsigned char c) { return std::isspace(c) != 0; }),
-             ct.end());
+    ct.erase(
+        std::remove_if(ct.begin(), ct.end(), [](unsigned char c) { return std::isspace(c) != 0; }),
+        ct.end());
     std::transform(ct.begin(), ct.end(), ct.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   }

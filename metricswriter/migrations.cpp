@@ -42,11 +42,10 @@ namespace {
 
 core::Result<MigrationReport> ApplyLocked(core::pg::PgConn& conn,
                                           const std::vector<Migration>& migrations) {
-  if (auto s = conn.Exec(
-          "CREATE SCHEMA IF NOT EXISTS metrics;"
-          "CREATE TABLE IF NOT EXISTS metrics.schema_migrations ("
-          " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
-          " applied_at timestamptz NOT NULL DEFAULT now())");
+  if (auto s = conn.Exec("CREATE SCHEMA IF NOT EXISTS metrics;"
+                         "CREATE TABLE IF NOT EXISTS metrics.schema_migrations ("
+                         " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
+                         " applied_at timestamptz NOT NULL DEFAULT now())");
       !s.ok()) {
     return s.error();
   }

@@ -19,7 +19,7 @@ namespace mw {
 
 struct Migration {
   int version = 0;
-  std::string name;     // file name, e.g. 0001_metrics_schema.sql
+  std::string name;  // file name, e.g. 0001_metrics_schema.sql
   std::string_view sql;
 };
 

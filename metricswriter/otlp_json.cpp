@@ -36,8 +36,8 @@ bool Temporality(json::Reader& r, element e, const Path& p, mw::Temporality* out
 }
 
 // The fields every point kind shares. True when `key` was one of them (and it decoded).
-bool Head(json::Reader& r, std::string_view key, element v, const Path& fp, PointHead* h,
-          Series* s, bool* handled) {
+bool Head(json::Reader& r, std::string_view key, element v, const Path& fp, PointHead* h, Series* s,
+          bool* handled) {
   *handled = true;
   if (Is(key, "attributes")) return r.KeyValues(v, fp, &s->attributes);
   if (Is(key, "startTimeUnixNano", "start_time_unix_nano")) return r.NonNeg(v, fp, &h->start_time);

@@ -48,7 +48,7 @@ class Reader {
   bool Str(element e, const Path& p, std::string_view* out);  // null = ""
   bool Bool(element e, const Path& p, bool* out);
   bool Obj(element e, const Path& p, object* out);
-  bool AnyValue(element e, const Path& p, std::string& out);  // appends canonical JSON
+  bool AnyValue(element e, const Path& p, std::string& out);   // appends canonical JSON
   bool KeyValues(element e, const Path& p, std::string* out);  // a canonical JSON object
 
   // Visits the items of an array (null = empty) with their paths.

@@ -5,9 +5,9 @@
 #include <limits>
 #include <mutex>
 
-#include "metricswriter/proto/otlp_metrics.pb.h"
 #include "metricswriter/otlp_text.h"
 #include "metricswriter/otlp_wire.h"
+#include "metricswriter/proto/otlp_metrics.pb.h"
 
 namespace mw {
 namespace {

@@ -82,12 +82,14 @@ core::Status Store::Connect() {
 }
 
 core::Status Store::Fail(const core::Error& e) {
-  if (conn_ && conn_->Broken()) {
-    conn_.reset();
-  } else if (conn_) {
-    (void)conn_->Exec("ROLLBACK");  // harmless outside a transaction (a warning)
-    if (conn_->Broken()) conn_.reset();
+  if (e.kind == core::ErrorKind::kInvalid && conn_ && !conn_->Broken()) {
+    (void)conn_->Exec("ROLLBACK");  // the connection is fine: only this data was refused
+    if (!conn_->Broken()) return e;
   }
+  // Anything else: start over on a new connection. A session keeps the defaults it began with
+  // (a read-only database stays read-only for it after the operator switched it back), and a
+  // server that restarted has cut it anyway.
+  conn_.reset();
   return e;
 }
 
@@ -196,9 +198,10 @@ core::Result<WriteOutcome> Store::Write(std::span<const PendingBatch> batches, i
   std::string tenants = "{", bids = "{", seqs = "{", points = "{";
   std::map<std::pair<std::string_view, std::string_view>, size_t> first;
   for (size_t i = 0; i < batches.size(); ++i) {
-    if (!first.emplace(std::make_pair(std::string_view(batches[i].tenant),
-                                      std::string_view(batches[i].batch_id)),
-                       i)
+    if (!first
+             .emplace(std::make_pair(std::string_view(batches[i].tenant),
+                                     std::string_view(batches[i].batch_id)),
+                      i)
              .second) {
       continue;
     }

@@ -1,10 +1,12 @@
 // The metricswriter service: drains API_METRICS into PostgreSQL (SPEC §5).
 //
-// Two threads, so decoding overlaps the database's work:
+// Threads, so decoding overlaps the database's work and two connections write at once (one
+// PostgreSQL backend is the limit of every bulk load):
 //  - intake: fetches from the durable pull consumer, checks id, tenant and content type,
 //    decodes, and either dead-letters the message (API_DLQ, then ack) or adds it to a group;
 //    a full or lingering group is handed to the store thread (at most `queued_groups` wait);
-//  - store: writes a group in one transaction (Store::Write), acks its messages after the
+//  - store (`connections` of them, each with its own Store): writes a group in one transaction
+//  (Store::Write), acks its messages after the
 //    commit, isolates a batch the database rejects for its content and dead-letters it alone,
 //    and holds everything (in-progress acks keep it ours) while the database is unavailable,
 //    retrying with backoff without limit.
@@ -37,12 +39,13 @@
 namespace mw {
 
 struct WriterOptions {
-  core::ConsumerSpec consumer;           // durable "metricswriter" on API_METRICS
-  size_t group_batches = 500;            // batches per transaction, at most
-  size_t group_points = 50'000;          // points per transaction, at most
-  Millis group_linger{100};              // a partial group waits at most this for more
-  size_t queued_groups = 2;              // decoded groups waiting for the store thread
-  Millis retry_base{200};                // database retry backoff
+  core::ConsumerSpec consumer;   // durable "metricswriter" on API_METRICS
+  size_t group_batches = 500;    // batches per transaction, at most
+  size_t group_points = 50'000;  // points per transaction, at most
+  Millis group_linger{100};      // a partial group waits at most this for more
+  size_t connections = 2;        // store threads, one PostgreSQL connection each
+  size_t queued_groups = 2;      // decoded groups waiting for a store thread
+  Millis retry_base{200};        // database retry backoff
   Millis retry_max{10'000};
   Millis expire_every{std::chrono::hours(1)};
   Store::Options store;
@@ -75,10 +78,10 @@ class Writer {
   void IntakeLoop(core::PullConsumer& consumer);
   bool Admit(core::Message& msg, PendingBatch* out);  // false: dead-lettered or naked
   // store thread (writer.cpp)
-  void StoreLoop();
-  void StoreGroup(Group& group);
-  void KeepAlive(Group& group);
-  void Finished(Group& group, size_t begin, size_t end, const WriteOutcome& out);
+  void StoreLoop(size_t index);
+  void StoreGroup(Store& store, Group& group);
+  void KeepAlive(Group& group, Clock::time_point* last);
+  void Finished(Store& store, Group& group, size_t begin, size_t end, const WriteOutcome& out);
   void NakRest(Group& group);  // at a stop while the database is down
   void Release(size_t n);      // n batches are no longer held
   // either thread
@@ -89,10 +92,10 @@ class Writer {
   core::NatsClient& nats_;
   core::StopSignal& stop_;
   WriterMetrics metrics_;
-  Store store_;  // store thread only
-  JsonDecoder json_;    // intake thread only
-  ProtoDecoder proto_;  // intake thread only
-  std::string scratch_;  // intake thread only
+  std::vector<std::unique_ptr<Store>> stores_;  // stores_[i]: store thread i only
+  JsonDecoder json_;                            // intake thread only
+  ProtoDecoder proto_;                          // intake thread only
+  std::string scratch_;                         // intake thread only
 
   std::mutex mu_;  // guards queue_ and intake_done_
   std::condition_variable cv_;
@@ -101,7 +104,6 @@ class Writer {
 
   std::atomic<bool> db_ok_{false};
   std::atomic<int64_t> held_{0};
-  Clock::time_point last_keepalive_;
 };
 
 }  // namespace mw

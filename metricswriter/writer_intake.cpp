@@ -83,23 +83,25 @@ void Writer::IntakeLoop(core::PullConsumer& consumer) {
     g = Group{};
   };
   while (!stop_.stopping()) {
-    {
-      // Fetch only with room downstream: everything fetched is either in a group here (for at
-      // most the linger) or in the queue, where the store thread keeps it alive.
-      std::unique_lock lk(mu_);
-      cv_.wait_for(lk, Millis(200), [&] {
-        return queue_.size() < options_.queued_groups || stop_.stopping();
-      });
-      if (queue_.size() >= options_.queued_groups) continue;
-    }
+    // A due group is handed over even when the queue is full, so this thread never sits on
+    // fetched batches that nobody keeps alive.
     auto now = Clock::now();
     if (policy.Due(g.batches.size(), g.points, g.first, now)) {
       hand_over();
       continue;
     }
+    {
+      // Fetch only with room downstream: everything fetched is either in the group gathered
+      // here (for at most the linger) or queued, where the store threads keep it alive.
+      std::unique_lock lk(mu_);
+      cv_.wait_for(lk, Millis(200),
+                   [&] { return queue_.size() < options_.queued_groups || stop_.stopping(); });
+      if (queue_.size() >= options_.queued_groups) continue;
+    }
+    now = Clock::now();
     auto want = static_cast<int>(std::min<size_t>(options_.group_batches - g.batches.size(), 500));
-    auto fetched = consumer.Fetch(want, policy.FetchWait(g.batches.size(), g.first, now,
-                                                         Millis(1000)));
+    auto fetched =
+        consumer.Fetch(want, policy.FetchWait(g.batches.size(), g.first, now, Millis(1000)));
     if (!fetched.ok()) {
       if (Clock::now() - last_error > std::chrono::seconds(30)) {
         spdlog::warn("fetch from API_METRICS failed (retrying): {}", fetched.error().message);

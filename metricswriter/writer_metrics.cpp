@@ -63,8 +63,7 @@ WriterMetrics::WriterMetrics(core::metrics::Registry& r)
                                        "the time API_METRICS received it.",
                                        ExponentialBuckets(0.01, 2.5, 16))
                             .Get()),
-      group_batches(r.AddHistogram("metricswriter_group_batches",
-                                   "Batches per transaction group.",
+      group_batches(r.AddHistogram("metricswriter_group_batches", "Batches per transaction group.",
                                    ExponentialBuckets(1, 2, 13))
                         .Get()) {}
 

@@ -53,7 +53,7 @@ TEST_CASE("JSON sum with integers as strings and as numbers", "[json]") {
   CHECK(b.scopes[s.scope].version == "1.2");
 }
 
-TEST_CASE("JSON doubles: whole numbers, null, NaN and infinity strings", "[json]") {
+TEST_CASE("JSON doubles as whole numbers or null or NaN and infinity strings", "[json]") {
   auto b = MustDecode(Wrap(R"({"name":"g","gauge":{"dataPoints":[
         {"timeUnixNano":"1","asDouble":3},{"timeUnixNano":"2","asDouble":null},
         {"timeUnixNano":"3","asDouble":"NaN"},{"timeUnixNano":"4","asDouble":"Infinity"},
@@ -68,7 +68,7 @@ TEST_CASE("JSON doubles: whole numbers, null, NaN and infinity strings", "[json]
   CHECK(b.numbers[5].value == 2.5e-3);
 }
 
-TEST_CASE("JSON enum names, snake_case fields, unknown fields, any field order", "[json]") {
+TEST_CASE("JSON enum names and snake_case and unknown fields in any order", "[json]") {
   auto b = MustDecode(
       R"({"extra":1,"resource_metrics":[{"scope_metrics":[{"metrics":[{"sum":{"data_points":[{"as_double":1.5,"time_unix_nano":"10","unknown":{"x":[1]}}],"is_monotonic":false,"aggregation_temporality":"AGGREGATION_TEMPORALITY_DELTA"},"unit":"s","name":"late.name"}],"scope":{"name":"s"}}],"resource":{}}]})");
   REQUIRE(b.numbers.size() == 1);
@@ -82,7 +82,8 @@ TEST_CASE("JSON enum names, snake_case fields, unknown fields, any field order",
 }
 
 TEST_CASE("JSON attribute values of every AnyValue kind", "[json]") {
-  auto b = MustDecode(Wrap(R"({"name":"g","gauge":{"dataPoints":[{"timeUnixNano":"1","asDouble":1,"attributes":[
+  auto b = MustDecode(
+      Wrap(R"({"name":"g","gauge":{"dataPoints":[{"timeUnixNano":"1","asDouble":1,"attributes":[
       {"key":"s","value":{"stringValue":"x\"y"}},{"key":"d","value":{"doubleValue":2}},
       {"key":"i","value":{"intValue":-3}},{"key":"bytes","value":{"bytesValue":"AAEC"}},
       {"key":"arr","value":{"arrayValue":{"values":[{"stringValue":"a"},{"intValue":"1"},{}]}}},
@@ -91,11 +92,12 @@ TEST_CASE("JSON attribute values of every AnyValue kind", "[json]") {
   REQUIRE(b.numbers.size() == 1);
   CHECK(b.series[0].attributes ==
         "{\"arr\":[\"a\",1,null],\"bytes\":\"AAEC\",\"d\":2.0,\"empty\":null,\"i\":-3,"
-        "\"kv\":{\"y\":\"NaN\",\"z\":false},\"nul\":\"a\xEF\xBF\xBD" "b\",\"s\":\"x\\\"y\"}");
+        "\"kv\":{\"y\":\"NaN\",\"z\":false},\"nul\":\"a\xEF\xBF\xBD"
+        "b\",\"s\":\"x\\\"y\"}");
   CHECK(b.nul_replacements == 1);
 }
 
-TEST_CASE("JSON histogram, exponential histogram and summary", "[json]") {
+TEST_CASE("JSON histogram and exponential histogram and summary", "[json]") {
   auto b = MustDecode(Wrap(R"(
     {"name":"h","histogram":{"aggregationTemporality":1,"dataPoints":[{"timeUnixNano":"5","count":"6","sum":10.5,"min":0.5,"max":4,"bucketCounts":["1",2,3],"explicitBounds":[1,2.5]}]}},
     {"name":"e","exponentialHistogram":{"aggregationTemporality":2,"dataPoints":[{"timeUnixNano":"5","count":4,"scale":-2,"zeroCount":"1","zeroThreshold":0,"positive":{"offset":-3,"bucketCounts":[1,2]},"negative":{"bucketCounts":["1"]}}]}},
@@ -134,17 +136,21 @@ TEST_CASE("JSON bad input names the fault and the place", "[json]") {
   CHECK_THAT(DecodeError(Wrap(R"({"name":"x","gauge":{"dataPoints":[{"timeUnixNano":-1}]}})")),
              Catch::Contains("negative"));
   CHECK_THAT(
-      DecodeError(Wrap(R"({"name":"x","gauge":{"dataPoints":[{"timeUnixNano":"9223372036854775808"}]}})")),
+      DecodeError(
+          Wrap(R"({"name":"x","gauge":{"dataPoints":[{"timeUnixNano":"9223372036854775808"}]}})")),
       Catch::Contains("2^63-1"));
   CHECK_THAT(DecodeError(Wrap(R"({"name":"x","sum":{"aggregationTemporality":9}})")),
              Catch::Contains("temporality"));
-  CHECK_THAT(DecodeError(Wrap(R"({"name":"x","gauge":{"dataPoints":[{"attributes":[{"key":"k","value":{"bytesValue":"!!"}}]}]}})")),
-             Catch::Contains("base64"));
+  CHECK_THAT(
+      DecodeError(Wrap(
+          R"({"name":"x","gauge":{"dataPoints":[{"attributes":[{"key":"k","value":{"bytesValue":"!!"}}]}]}})")),
+      Catch::Contains("base64"));
   CHECK_THAT(DecodeError("{\"a\":\"\xff\"}"), Catch::Contains("UTF-8"));
 }
 
 TEST_CASE("JSON truncated at every byte never crashes and never succeeds wrongly", "[json]") {
-  std::string full = Wrap(R"({"name":"g","gauge":{"dataPoints":[{"timeUnixNano":"1","asDouble":1}]}})");
+  std::string full =
+      Wrap(R"({"name":"g","gauge":{"dataPoints":[{"timeUnixNano":"1","asDouble":1}]}})");
   mw::JsonDecoder d;
   mw::Batch b;
   for (size_t n = 0; n < full.size(); ++n) {

@@ -132,7 +132,10 @@ TEST_CASE("protobuf: fields in any order give the same batch", "[proto]") {
 TEST_CASE("protobuf: bad bytes name the byte", "[proto]") {
   mw::ProtoDecoder d;
   mw::Batch b;
-  auto s = d.Decode(std::string("\x0a\x05" "ab", 4), &b);
+  auto s = d.Decode(std::string("\x0a\x05"
+                                "ab",
+                                4),
+                    &b);
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().kind == core::ErrorKind::kInvalid);
   CHECK(s.error().message ==

@@ -1,0 +1,246 @@
+// metricswriter benchmark: N batches of 20 points pre-published to API_METRICS (OTLP/JSON, then
+// separately OTLP protobuf), drained by the real metricswriter binary into PostgreSQL; compared
+// with a raw binary COPY of the same rows into the same table in the same run.
+//
+//   metricswriter_bench [--batches N] [--points P]     (defaults 200000 and 20)
+//
+// Starts its own nats-server + PostgreSQL (scripts/stack via TestStack). Prints batches/s,
+// points/s, the ratio to the raw COPY and the writer's peak RSS (VmHWM).
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include <unistd.h>
+#include <string>
+#include <thread>
+
+#include "common/nats_async.h"
+#include "common/nats_client.h"
+#include "common/pg_conn.h"
+#include "common/timefmt.h"
+#include "metricswriter/copy_encoder.h"
+#include "metricswriter/otlp_json.h"
+#include "metricswriter/proto/otlp_metrics.pb.h"
+#include "tests/support/test_stack.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// One batch: `points` gauge points of host h, cpu 0..points-1 (so 100 hosts x points series).
+std::string JsonBody(int i, int points, int64_t t) {
+  std::string ts = "\"" + std::to_string(t) + "\"";
+  std::string s =
+      R"({"resourceMetrics":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"bench"}},{"key":"host.name","value":{"stringValue":"host-)" +
+      std::to_string(i % 100) +
+      R"("}}]},"scopeMetrics":[{"scope":{"name":"bench","version":"1"},"metrics":[{"name":"system.cpu.utilization","unit":"1","gauge":{"dataPoints":[)";
+  for (int p = 0; p < points; ++p) {
+    if (p > 0) s += ',';
+    s += R"({"attributes":[{"key":"cpu","value":{"intValue":)" + std::to_string(p) +
+         R"(}},{"key":"state","value":{"stringValue":"user"}}],"startTimeUnixNano":)" + ts +
+         R"(,"timeUnixNano":)" + ts + R"(,"asDouble":)" +
+         std::to_string((i * 7 + p) % 1000 / 1000.0) + "}";
+  }
+  return s + "]}}]}]}]}";
+}
+
+std::string ProtoBody(int i, int points, int64_t t) {
+  mw::otlp::ExportMetricsServiceRequest req;
+  auto* rm = req.add_resource_metrics();
+  auto* a = rm->mutable_resource()->add_attributes();
+  a->set_key("service.name");
+  a->mutable_value()->set_string_value("bench");
+  a = rm->mutable_resource()->add_attributes();
+  a->set_key("host.name");
+  a->mutable_value()->set_string_value("host-" + std::to_string(i % 100));
+  auto* sm = rm->add_scope_metrics();
+  sm->mutable_scope()->set_name("bench");
+  sm->mutable_scope()->set_version("1");
+  auto* m = sm->add_metrics();
+  m->set_name("system.cpu.utilization");
+  m->set_unit("1");
+  for (int p = 0; p < points; ++p) {
+    auto* dp = m->mutable_gauge()->add_data_points();
+    auto* kv = dp->add_attributes();
+    kv->set_key("cpu");
+    kv->mutable_value()->set_int_value(p);
+    kv = dp->add_attributes();
+    kv->set_key("state");
+    kv->mutable_value()->set_string_value("user");
+    dp->set_start_time_unix_nano(static_cast<uint64_t>(t));
+    dp->set_time_unix_nano(static_cast<uint64_t>(t));
+    dp->set_as_double((i * 7 + p) % 1000 / 1000.0);
+  }
+  return req.SerializeAsString();
+}
+
+void Publish(core::NatsClient& nats, int batches, int points, bool proto, const std::string& tag) {
+  std::atomic<int64_t> in_flight{0}, failed{0};
+  auto pub = core::AsyncPublisher::Create(nats, [&](uint64_t, const core::Status& s) {
+    if (!s.ok()) ++failed;
+    --in_flight;
+  });
+  if (!pub.ok()) throw std::runtime_error(pub.error().message);
+  auto t0 = Clock::now();
+  const int64_t now = core::NowUnixNs();
+  for (int i = 0; i < batches; ++i) {
+    while (in_flight > 3000) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    core::OutMessage m;
+    m.subject = "api.metrics.tenant-" + std::to_string(i % 4);
+    m.data = proto ? ProtoBody(i, points, now) : JsonBody(i, points, now);
+    m.msg_id = tag + "-" + std::to_string(i);
+    m.headers.emplace_back("Content-Type", proto ? "application/x-protobuf" : "application/json");
+    ++in_flight;
+    if (auto s = (*pub)->Publish(m, static_cast<uint64_t>(i)); !s.ok()) {
+      --in_flight;
+      throw std::runtime_error(s.error().message);
+    }
+  }
+  while (in_flight > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::printf("  published %d %s batches in %.1f s (%lld failed)\n", batches,
+              proto ? "protobuf" : "JSON", Since(t0), static_cast<long long>(failed.load()));
+}
+
+int64_t Count(core::pg::PgConn& pg, const std::string& sql) {
+  auto r = pg.Query(sql);
+  if (!r.ok()) return -1;
+  return std::stoll(std::string(r->Get(0, 0)));
+}
+
+long PeakRssKb(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+struct Run {
+  double seconds = 0;
+  long rss_kb = 0;
+};
+
+Run Drain(testsupport::TestStack& stack, core::pg::PgConn& pg, int batches,
+          const std::string& log) {
+  std::map<std::string, std::string> env = {
+      {"NATS_URL", stack.Env("NATS_URL")},
+      {"DATABASE_URL", stack.Env("DATABASE_URL")},
+      {"METRICS_LISTEN", "127.0.0.1:" + std::to_string(stack.base_port() + 5)},
+      {"LOG_LEVEL", "warn"},
+  };
+  // METRICSWRITER_* settings of the bench's own environment reach the writer (tuning runs).
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv = *e;
+    if (kv.rfind("METRICSWRITER_", 0) == 0)
+      env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+  }
+  auto t0 = Clock::now();
+  testsupport::ChildProcess writer({testsupport::BinaryDir() + "/metricswriter/metricswriter"}, env,
+                                   log);
+  Run r;
+  // Progress from the writer's own counter: a count(*) every 100 ms would compete with it.
+  const std::string scrape = "curl -s http://127.0.0.1:" + std::to_string(stack.base_port() + 5) +
+                             "/metrics | awk '/^metricswriter_batches_stored_total /{print $2}'";
+  while (true) {
+    std::string v = testsupport::Capture(scrape);
+    if (!v.empty() && std::stod(v) >= batches) break;
+    r.rss_kb = std::max(r.rss_kb, PeakRssKb(writer.pid()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (Since(t0) > 1800) throw std::runtime_error("drain took longer than 30 min");
+  }
+  r.seconds = Since(t0);
+  if (Count(pg, "SELECT count(*) FROM metrics.batches") != batches) {
+    throw std::runtime_error("stored batches differ from published");
+  }
+  r.rss_kb = std::max(r.rss_kb, PeakRssKb(writer.pid()));
+  // Where the time went: the store thread's transactions against the whole drain.
+  std::string m = testsupport::Capture(
+      "curl -s http://127.0.0.1:" + std::to_string(stack.base_port() + 5) + "/metrics");
+  for (const char* name :
+       {"metricswriter_transaction_duration_seconds_sum",
+        "metricswriter_transaction_duration_seconds_count", "metricswriter_group_batches_sum"}) {
+    auto at = m.find(std::string(name) + " ");
+    if (at != std::string::npos) {
+      std::printf(
+          "  %s %s\n", name,
+          m.substr(at + std::strlen(name) + 1, m.find('\n', at) - at - std::strlen(name) - 1)
+              .c_str());
+    }
+  }
+  writer.Signal(SIGTERM);
+  writer.Wait(10'000);
+  return r;
+}
+
+// The same rows as the writer stored, COPYed raw in groups of 500 batches (the writer's group).
+double RawCopy(core::pg::PgConn& pg, int batches, int points) {
+  auto ids = pg.Query("SELECT min(series_id) FROM metrics.series");
+  int64_t first = std::stoll(std::string(ids->Get(0, 0)));
+  mw::JsonDecoder dec;
+  std::vector<std::string> payloads;
+  mw::CopyEncoder enc;
+  const int64_t now = core::NowUnixNs();
+  for (int g = 0; g < batches; g += 500) {
+    enc.Begin();
+    for (int i = g; i < std::min(batches, g + 500); ++i) {
+      mw::Batch b;
+      (void)dec.Decode(JsonBody(i, points, now), &b);
+      std::vector<int64_t> sid(b.series.size());
+      for (size_t s = 0; s < sid.size(); ++s) sid[s] = first + static_cast<int64_t>(s);
+      enc.Add(b, sid);
+    }
+    enc.Finish();
+    payloads.push_back(enc.payload(mw::kNumberTable));
+  }
+  auto t0 = Clock::now();
+  for (const auto& p : payloads) {
+    if (!pg.Exec("BEGIN").ok() || !pg.CopyIn(mw::CopyStatement(mw::kNumberTable), p).ok() ||
+        !pg.Exec("COMMIT").ok()) {
+      throw std::runtime_error("raw COPY failed");
+    }
+  }
+  return Since(t0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int batches = 200'000, points = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--batches")) batches = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--points")) points = std::atoi(argv[i + 1]);
+  }
+  core::NatsLibraryGuard guard;
+  testsupport::TestStack stack({"nats", "pg"});
+  testsupport::Run("NATS_URL=" + stack.Env("NATS_URL") + " " + testsupport::BinaryDir() +
+                   "/platformctl/platformctl init >/dev/null");
+  core::CommonConfig cc;
+  cc.nats_urls = {stack.Env("NATS_URL")};
+  auto nats = core::NatsClient::Connect(cc, {});
+  auto pg = core::pg::PgConn::Connect(stack.Env("DATABASE_URL"), {});
+  if (!nats.ok() || !pg.ok()) return 1;
+  std::printf("metricswriter bench: %d batches x %d points\n", batches, points);
+  double copy_s = 0;
+  for (bool proto : {false, true}) {
+    Publish(**nats, batches, points, proto, proto ? "pb" : "json");
+    Run r = Drain(stack, **pg, batches, stack.dir() + (proto ? "/mw-proto.log" : "/mw-json.log"));
+    if (!proto) copy_s = RawCopy(**pg, batches, points);
+    double rows = static_cast<double>(batches) * points;
+    std::printf(
+        "%-8s drain %.1f s: %.0f batches/s, %.0f points/s; raw COPY of the same rows "
+        "%.1f s (%.0f rows/s); ratio %.2f; writer peak RSS %.1f MiB\n",
+        proto ? "protobuf" : "JSON", r.seconds, batches / r.seconds, rows / r.seconds, copy_s,
+        rows / copy_s, copy_s / r.seconds, r.rss_kb / 1024.0);
+    (void)(*pg)->Exec("TRUNCATE metrics.batches, metrics.number_points");
+  }
+  return 0;
+}

@@ -1,0 +1,15 @@
+// The metricswriter's configuration from the environment (documented in README.md). Read once
+// on the main thread at start-up; errors are collected by the ConfigReader.
+#pragma once
+
+#include "common/config.h"
+#include "metricswriter/writer.h"
+
+namespace mw {
+
+inline constexpr const char* kDefaultMetricsListen = "0.0.0.0:9102";
+inline constexpr int64_t kMaxAckPending = 10'000;
+
+WriterOptions ReadWriterOptions(core::ConfigReader& r);
+
+}  // namespace mw

@@ -1,0 +1,71 @@
+// Integration-test harness for the metricswriter: a private nats-server + PostgreSQL
+// (TestStack), streams provisioned by platformctl init, the real metricswriter binary as a child
+// process, and helpers to publish batches, read API_DLQ and query the database.
+// Not thread-safe: one harness per test case, used from the test's thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/nats_client.h"
+#include "common/pg_conn.h"
+#include "tests/support/test_stack.h"
+
+namespace mwtest {
+
+struct DlqMessage {
+  uint64_t seq = 0;
+  std::string subject;
+  std::string reason;
+  std::string origin_seq;
+  std::string msg_id;  // the origin's Nats-Msg-Id (Sa-Dlq-Msg-Id)
+};
+
+class Harness {
+ public:
+  Harness();
+  ~Harness();
+
+  // Starts a metricswriter; its /metrics port is metrics_port(index).
+  std::unique_ptr<testsupport::ChildProcess> StartWriter(
+      int index = 0, const std::map<std::string, std::string>& extra = {});
+  int metrics_port(int index) const { return stack_.base_port() + 5 + index; }
+  std::string log_path(int index) const;
+  std::string Scrape(int index) const;  // the /metrics text ("" when unreachable)
+  // A counter or gauge from /metrics (sum over label sets matching `labels`, e.g. "type=\"sum\"").
+  double Metric(int index, const std::string& name, const std::string& labels = "") const;
+
+  // Publishes to api.metrics.<tenant>; nullopt msg_id / content_type = header left out.
+  void Publish(const std::string& tenant, const std::string& body,
+               const std::optional<std::string>& msg_id,
+               const std::optional<std::string>& content_type = "application/json");
+
+  std::vector<DlqMessage> ReadDlq();
+  int64_t Count(const std::string& sql, const std::vector<core::pg::Param>& params = {});
+  core::pg::PgConn& pg();          // a fresh connection when the last one broke
+  void ResetPg() { pg_.reset(); }  // after a restart of PostgreSQL
+
+  // Waits until Count(sql) == want (or timeout); returns the last count.
+  int64_t WaitCount(const std::string& sql, int64_t want, int timeout_ms);
+
+  testsupport::TestStack& stack() { return stack_; }
+  std::string database_url() const { return stack_.Env("DATABASE_URL"); }
+
+ private:
+  testsupport::TestStack stack_;
+  std::unique_ptr<core::NatsClient> nats_;
+  std::unique_ptr<core::pg::PgConn> pg_;
+  int dlq_readers_ = 0;
+};
+
+// An OTLP/JSON batch of `points` gauge points of one series per point (attribute i), at
+// `time_ns`, values value0, value0+1, ...
+std::string JsonBatch(int points, int64_t time_ns, double value0 = 1);
+
+int64_t NowNs();
+
+}  // namespace mwtest
