@@ -6,7 +6,7 @@
 
 using testsupport::Capture;
 
-TEST_CASE("replayer /metrics passes promtool check metrics; /healthz answers",
+TEST_CASE("replayer /metrics passes promtool check metrics and /healthz answers",
           "[integration][metrics]") {
   testsupport::TestStack stack({"nats"});
   int rc = -1;

@@ -37,7 +37,7 @@ const nlohmann::json& Stream(const nlohmann::json& doc, const std::string& name)
 
 }  // namespace
 
-TEST_CASE("init provisions once; a second run changes nothing", "[integration][platformctl]") {
+TEST_CASE("init provisions once and a second run changes nothing", "[integration][platformctl]") {
   TestStack stack({"nats"});
   int rc = -1;
   std::string first = Ctl(stack, "init", &rc);

@@ -156,7 +156,7 @@ TEST_CASE("two Umami processes, one killed: the other carries every send",
   CHECK(Duplicates(f) <= 32);
 }
 
-TEST_CASE("SIGTERM: stops fetching, releases what it holds, exits 0; nothing lost",
+TEST_CASE("SIGTERM: stops fetching, releases what it holds, exits 0, nothing lost",
           "[integration][umami][replayer]") {
   Fixture f(1, 2);
   // A long ack wait: a held message back within seconds can only have been released (nak).

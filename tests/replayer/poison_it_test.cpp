@@ -21,7 +21,7 @@ size_t Count(const std::vector<std::string>& v, const std::string& s) {
 }
 }  // namespace
 
-TEST_CASE("poison is dead-lettered with its reason; nobody else waits",
+TEST_CASE("poison is dead-lettered with its reason and nobody else waits",
           "[integration][umami][replayer]") {
   Fixture f(1, 2);
   f.StartReplayer();

@@ -59,7 +59,7 @@ TEST_CASE("a growing queue is not draining and has no time-to-clear", "[backlog]
   CHECK_FALSE(v.time_to_clear_seconds);
 }
 
-TEST_CASE("pending and unacked stay apart; a full unacked window with no acks is wedged",
+TEST_CASE("pending and unacked stay apart, and a full unacked window with no acks is wedged",
           "[backlog]") {
   auto before = Reading(0, 1000, 1000);
   auto now = Reading(5, 1000, 1000);
