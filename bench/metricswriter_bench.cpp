@@ -3,28 +3,35 @@
 // with a raw binary COPY of the same rows into the same table in the same run.
 //
 //   metricswriter_bench [--batches N] [--points P]     (defaults 200000 and 20)
+//   metricswriter_bench --cpu-only [--batches N]       (the writer's decode/encode CPU only)
 //
 // Starts its own nats-server + PostgreSQL (scripts/stack via TestStack). Prints batches/s,
 // points/s, the ratio to the raw COPY and the writer's peak RSS (VmHWM).
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
-
-#include <unistd.h>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "common/nats_async.h"
 #include "common/nats_client.h"
 #include "common/pg_conn.h"
 #include "common/timefmt.h"
 #include "metricswriter/copy_encoder.h"
+#include "metricswriter/fingerprint.h"
 #include "metricswriter/otlp_json.h"
+#include "metricswriter/otlp_proto.h"
 #include "metricswriter/proto/otlp_metrics.pb.h"
 #include "tests/support/test_stack.h"
 
@@ -115,6 +122,67 @@ int64_t Count(core::pg::PgConn& pg, const std::string& sql) {
   return std::stoll(std::string(r->Get(0, 0)));
 }
 
+// CPU seconds (user + system) of a process; with_children adds its children that ended and
+// were reaped (the postmaster's ended backends).
+double CpuSeconds(pid_t pid, bool with_children) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
+  // Fields from the state (3rd in proc(5)) on: utime is the 14th, so f[11].
+  if (f.size() < 15) return 0;
+  double ticks = std::stod(f[11]) + std::stod(f[12]);
+  if (with_children) ticks += std::stod(f[13]) + std::stod(f[14]);
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+pid_t ReadPid(const std::string& path) {
+  std::ifstream in(path);
+  pid_t pid = -1;
+  in >> pid;
+  return pid;
+}
+
+// Where the CPU goes: the stack's nats-server and PostgreSQL (postmaster, ended backends and
+// the live ones), read from /proc.
+struct CpuProbe {
+  pid_t nats = -1;
+  pid_t postmaster = -1;
+
+  explicit CpuProbe(const testsupport::TestStack& stack) {
+    nats = ReadPid(stack.dir() + "/nats.pid");
+    std::ifstream conf(stack.dir() + "/stack.conf");
+    std::string line;
+    while (std::getline(conf, line)) {
+      if (line.rfind("PG_DATA=", 0) != 0) continue;
+      std::string dir = line.substr(8);
+      if (dir.size() >= 2 && dir.front() == '\'') dir = dir.substr(1, dir.size() - 2);
+      postmaster = ReadPid(dir + "/postmaster.pid");
+    }
+  }
+  double Nats() const { return nats > 0 ? CpuSeconds(nats, false) : 0; }
+  double Postgres() const {
+    if (postmaster <= 0) return 0;
+    double sum = CpuSeconds(postmaster, true);
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      const std::string name = e.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream in(e.path() / "stat");
+      std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      auto close = stat.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream fields(stat.substr(close + 2));
+      std::string state;
+      pid_t ppid = 0;
+      fields >> state >> ppid;
+      if (ppid == postmaster) sum += CpuSeconds(std::stoi(name), false);
+    }
+    return sum;
+  }
+};
+
 long PeakRssKb(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
@@ -143,6 +211,8 @@ Run Drain(testsupport::TestStack& stack, core::pg::PgConn& pg, int batches,
     if (kv.rfind("METRICSWRITER_", 0) == 0)
       env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
   }
+  const CpuProbe probe(stack);
+  const double nats0 = probe.Nats(), pg0 = probe.Postgres();
   auto t0 = Clock::now();
   testsupport::ChildProcess writer({testsupport::BinaryDir() + "/metricswriter/metricswriter"}, env,
                                    log);
@@ -158,6 +228,9 @@ Run Drain(testsupport::TestStack& stack, core::pg::PgConn& pg, int batches,
     if (Since(t0) > 1800) throw std::runtime_error("drain took longer than 30 min");
   }
   r.seconds = Since(t0);
+  std::printf(
+      "  CPU during the drain: writer %.1f s, nats-server %.1f s, postgres %.1f s (%.1f s wall)\n",
+      CpuSeconds(writer.pid(), false), probe.Nats() - nats0, probe.Postgres() - pg0, r.seconds);
   if (Count(pg, "SELECT count(*) FROM metrics.batches") != batches) {
     throw std::runtime_error("stored batches differ from published");
   }
@@ -181,10 +254,28 @@ Run Drain(testsupport::TestStack& stack, core::pg::PgConn& pg, int batches,
   return r;
 }
 
-// The same rows as the writer stored, COPYed raw in groups of 500 batches (the writer's group).
-double RawCopy(core::pg::PgConn& pg, int batches, int points) {
-  auto ids = pg.Query("SELECT min(series_id) FROM metrics.series");
-  int64_t first = std::stoll(std::string(ids->Get(0, 0)));
+std::string Hex(const std::string& bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+// The same rows as the writer stored (same series ids, times and values), COPYed raw in groups
+// of 500 batches (the writer's group) on one connection.
+double RawCopy(const testsupport::TestStack& stack, core::pg::PgConn& pg, int batches, int points) {
+  // The series ids the writer gave these series (by fingerprint), so the index sees the same
+  // keys: the same 2,000 series, not a few ids that keep every insert on the same pages.
+  auto rows = pg.Query("SELECT encode(fingerprint, 'hex'), series_id FROM metrics.series");
+  if (!rows.ok()) throw std::runtime_error(rows.error().message);
+  std::unordered_map<std::string, int64_t> ids;
+  for (int r = 0; r < rows->rows(); ++r) {
+    ids[std::string(rows->Get(r, 0))] = std::stoll(std::string(rows->Get(r, 1)));
+  }
+  std::string scratch;
   mw::JsonDecoder dec;
   std::vector<std::string> payloads;
   mw::CopyEncoder enc;
@@ -195,12 +286,17 @@ double RawCopy(core::pg::PgConn& pg, int batches, int points) {
       mw::Batch b;
       (void)dec.Decode(JsonBody(i, points, now), &b);
       std::vector<int64_t> sid(b.series.size());
-      for (size_t s = 0; s < sid.size(); ++s) sid[s] = first + static_cast<int64_t>(s);
+      const std::string tenant = "tenant-" + std::to_string(i % 4);
+      for (size_t s = 0; s < sid.size(); ++s) {
+        sid[s] = ids.at(Hex(mw::SeriesFingerprint(tenant, b, s, &scratch).Bytes()));
+      }
       enc.Add(b, sid);
     }
     enc.Finish();
     payloads.push_back(enc.payload(mw::kNumberTable));
   }
+  const CpuProbe probe(stack);
+  const double pg0 = probe.Postgres();
   auto t0 = Clock::now();
   for (const auto& p : payloads) {
     if (!pg.Exec("BEGIN").ok() || !pg.CopyIn(mw::CopyStatement(mw::kNumberTable), p).ok() ||
@@ -208,16 +304,85 @@ double RawCopy(core::pg::PgConn& pg, int batches, int points) {
       throw std::runtime_error("raw COPY failed");
     }
   }
-  return Since(t0);
+  const double seconds = Since(t0);
+  std::printf("  CPU during the raw COPY: postgres %.1f s (%.1f s wall)\n", probe.Postgres() - pg0,
+              seconds);
+  return seconds;
+}
+
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// The writer's own work per batch without NATS and PostgreSQL, as thread CPU time (so other
+// load on the machine hardly moves it): decode, series fingerprints and their id lookup (all
+// hits after the first round, as in a steady state), binary COPY encoding in groups of 500.
+// Decodes, fingerprints and encodes `bodies` as the writer does; returns the bytes read. Apart
+// from CpuOnly so `valgrind --tool=callgrind --toggle-collect='*Pipeline*'` counts only this.
+[[gnu::noinline]] size_t Pipeline(const std::vector<std::string>& bodies, bool proto) {
+  mw::JsonDecoder json;
+  mw::ProtoDecoder pb;
+  mw::CopyEncoder enc;
+  std::unordered_map<mw::Fingerprint, int64_t, mw::FingerprintHash> ids;
+  std::string scratch;
+  size_t bytes = 0;
+  const size_t n = bodies.size();
+  for (size_t g = 0; g < n; g += 500) {
+    std::vector<mw::Batch> group(std::min<size_t>(500, n - g));
+    enc.Begin();
+    for (size_t k = 0; k < group.size(); ++k) {
+      const std::string& body = bodies[g + k];
+      bytes += body.size();
+      auto st = proto ? pb.Decode(body, &group[k]) : json.Decode(body, &group[k]);
+      if (!st.ok()) throw std::runtime_error(st.error().message);
+      const std::string tenant = "tenant-" + std::to_string((g + k) % 4);
+      std::vector<int64_t> sid(group[k].series.size());
+      for (size_t s = 0; s < sid.size(); ++s) {
+        auto fp = mw::SeriesFingerprint(tenant, group[k], s, &scratch);
+        sid[s] = ids.emplace(fp, static_cast<int64_t>(ids.size()) + 1).first->second;
+      }
+      enc.Add(group[k], sid);
+    }
+    enc.Finish();
+  }
+  return bytes;
+}
+
+void CpuOnly(int batches, int points) {
+  const int64_t now = core::NowUnixNs();
+  for (bool proto : {false, true}) {
+    std::vector<std::string> bodies;
+    bodies.reserve(static_cast<size_t>(batches));
+    for (int i = 0; i < batches; ++i) {
+      bodies.push_back(proto ? ProtoBody(i, points, now) : JsonBody(i, points, now));
+    }
+    const double t0 = ThreadCpuSeconds();
+    const size_t bytes = Pipeline(bodies, proto);
+    const double cpu = ThreadCpuSeconds() - t0;
+    std::printf(
+        "%-8s decode + fingerprint + encode: %.1f us/batch CPU (%d batches, %.0f bytes "
+        "each)\n",
+        proto ? "protobuf" : "JSON", cpu * 1e6 / batches, batches,
+        static_cast<double>(bytes) / batches);
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int batches = 200'000, points = 20;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool cpu_only = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--cpu-only")) cpu_only = true;
+    if (i + 1 >= argc) continue;
     if (!std::strcmp(argv[i], "--batches")) batches = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--points")) points = std::atoi(argv[i + 1]);
+  }
+  if (cpu_only) {
+    CpuOnly(batches, points);
+    return 0;
   }
   core::NatsLibraryGuard guard;
   testsupport::TestStack stack({"nats", "pg"});
@@ -233,14 +398,18 @@ int main(int argc, char** argv) {
   for (bool proto : {false, true}) {
     Publish(**nats, batches, points, proto, proto ? "pb" : "json");
     Run r = Drain(stack, **pg, batches, stack.dir() + (proto ? "/mw-proto.log" : "/mw-json.log"));
-    if (!proto) copy_s = RawCopy(**pg, batches, points);
+    // Every load starts on an empty points table (the day partition and the series stay).
+    (void)(*pg)->Exec("TRUNCATE metrics.batches, metrics.number_points");
+    if (!proto) {
+      copy_s = RawCopy(stack, **pg, batches, points);
+      (void)(*pg)->Exec("TRUNCATE metrics.number_points");
+    }
     double rows = static_cast<double>(batches) * points;
     std::printf(
         "%-8s drain %.1f s: %.0f batches/s, %.0f points/s; raw COPY of the same rows "
         "%.1f s (%.0f rows/s); ratio %.2f; writer peak RSS %.1f MiB\n",
         proto ? "protobuf" : "JSON", r.seconds, batches / r.seconds, rows / r.seconds, copy_s,
         rows / copy_s, copy_s / r.seconds, r.rss_kb / 1024.0);
-    (void)(*pg)->Exec("TRUNCATE metrics.batches, metrics.number_points");
   }
   return 0;
 }

@@ -146,13 +146,32 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count) {
   return out;
 }
 
+std::string CountsSinceStart(const std::string& help) {
+  return help + " Counts since this process started (resets on restart).";
+}
+
 Registry::Entry& Registry::Add(const std::string& name, const std::string& help, Type type,
-                               const std::vector<std::string>& label_names) {
+                               const std::vector<std::string>& label_names, bool* existed) {
   if (!ValidMetricName(name)) throw std::invalid_argument("bad metric name: " + name);
   for (const auto& l : label_names) {
     if (!ValidLabelName(l)) throw std::invalid_argument("bad label name: " + l + " on " + name);
   }
-  if (entries_.count(name)) throw std::invalid_argument("metric registered twice: " + name);
+  auto it = entries_.find(name);
+  if (it != entries_.end()) {
+    // Registering the same family again (a component re-created for a new leadership term)
+    // returns the one that exists, so its counts go on; a different shape is a bug.
+    const Entry& e = it->second;
+    const std::vector<std::string>* names = e.counters     ? &e.counters->label_names()
+                                            : e.gauges     ? &e.gauges->label_names()
+                                            : e.histograms ? &e.histograms->label_names()
+                                                           : nullptr;
+    if (e.type != type || names == nullptr || *names != label_names) {
+      throw std::invalid_argument("metric registered twice with another type or labels: " + name);
+    }
+    *existed = true;
+    return it->second;
+  }
+  *existed = false;
   auto& e = entries_[name];
   e.name = name;
   e.help = help;
@@ -163,7 +182,9 @@ Registry::Entry& Registry::Add(const std::string& name, const std::string& help,
 Family<Counter>& Registry::AddCounter(const std::string& name, const std::string& help,
                                       std::vector<std::string> label_names) {
   std::lock_guard lock(mu_);
-  auto& e = Add(name, help, Type::kCounter, label_names);
+  bool existed = false;
+  auto& e = Add(name, help, Type::kCounter, label_names, &existed);
+  if (existed) return *e.counters;
   e.counters = std::make_unique<Family<Counter>>(std::move(label_names),
                                                  [] { return std::make_unique<Counter>(); });
   return *e.counters;
@@ -172,7 +193,9 @@ Family<Counter>& Registry::AddCounter(const std::string& name, const std::string
 Family<Gauge>& Registry::AddGauge(const std::string& name, const std::string& help,
                                   std::vector<std::string> label_names) {
   std::lock_guard lock(mu_);
-  auto& e = Add(name, help, Type::kGauge, label_names);
+  bool existed = false;
+  auto& e = Add(name, help, Type::kGauge, label_names, &existed);
+  if (existed) return *e.gauges;
   e.gauges = std::make_unique<Family<Gauge>>(std::move(label_names),
                                              [] { return std::make_unique<Gauge>(); });
   return *e.gauges;
@@ -183,7 +206,9 @@ Family<Histogram>& Registry::AddHistogram(const std::string& name, const std::st
                                           std::vector<std::string> label_names) {
   Histogram probe(upper_bounds);  // validates the bounds before anything is registered
   std::lock_guard lock(mu_);
-  auto& e = Add(name, help, Type::kHistogram, label_names);
+  bool existed = false;
+  auto& e = Add(name, help, Type::kHistogram, label_names, &existed);
+  if (existed) return *e.histograms;
   e.histograms = std::make_unique<Family<Histogram>>(
       std::move(label_names),
       [b = std::move(upper_bounds)] { return std::make_unique<Histogram>(b); });

@@ -83,6 +83,8 @@ class Family {
   std::map<std::vector<std::string>, std::unique_ptr<M>> children_;
 };
 
+// Adding a name that exists with the same type and label names returns the existing family
+// (the first registration's help and histogram bounds stay); another type or labels throws.
 class Registry {
  public:
   Family<Counter>& AddCounter(const std::string& name, const std::string& help,
@@ -109,7 +111,7 @@ class Registry {
     std::unique_ptr<Family<Histogram>> histograms;
   };
   Entry& Add(const std::string& name, const std::string& help, Type type,
-             const std::vector<std::string>& label_names);
+             const std::vector<std::string>& label_names, bool* existed);
 
   mutable std::mutex mu_;
   std::map<std::string, Entry> entries_;
@@ -118,6 +120,10 @@ class Registry {
 
 // Bucket bounds: start, start*factor, ... (count bounds).
 std::vector<double> ExponentialBuckets(double start, double factor, int count);
+
+// A counter's help text with the sentence the services put on every counter: its count starts
+// at zero when the process starts (so a restart shows as a drop, which rate() handles).
+std::string CountsSinceStart(const std::string& help);
 
 // Exposition helpers, exposed for tests.
 std::string FormatValue(double v);

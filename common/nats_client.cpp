@@ -78,6 +78,7 @@ Result<std::unique_ptr<NatsClient>> NatsClient::Connect(const CommonConfig& conf
 
   std::unique_ptr<NatsClient> client(new NatsClient());
   client->timeout_ms_ = options.request_timeout_ms;
+  client->config_ = config;
   s = natsConnection_Connect(&client->conn_, opts.get());
   // With retry on, NATS_NOT_YET_CONNECTED means "connecting in the background": fine.
   if (s != NATS_OK && !(options.retry_first_connect && s == NATS_NOT_YET_CONNECTED)) {
@@ -92,6 +93,10 @@ Result<std::unique_ptr<NatsClient>> NatsClient::Connect(const CommonConfig& conf
     return NatsError(s, "JetStream context");
   }
   return client;
+}
+
+Result<std::unique_ptr<NatsClient>> NatsClient::Sibling(const Options& options) const {
+  return Connect(config_, options);
 }
 
 NatsClient::~NatsClient() {

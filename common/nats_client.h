@@ -28,6 +28,9 @@ class NatsClient {
 
   static Result<std::unique_ptr<NatsClient>> Connect(const CommonConfig& config,
                                                      const Options& options);
+  // Another connection to the same servers with the same credentials and other options, e.g.
+  // send_asap = false for a path of many small writes (acks) that gains from coalescing.
+  Result<std::unique_ptr<NatsClient>> Sibling(const Options& options) const;
   ~NatsClient();
   NatsClient(const NatsClient&) = delete;
   NatsClient& operator=(const NatsClient&) = delete;
@@ -45,6 +48,7 @@ class NatsClient {
   natsConnection* conn_ = nullptr;  // owned
   jsCtx* js_ = nullptr;             // owned
   int64_t timeout_ms_ = 5000;
+  CommonConfig config_;  // for Sibling()
 };
 
 // Calls nats_Close() at scope exit so leak checkers see nats.c's globals released.

@@ -2,6 +2,11 @@
 
 #include <nats/nats.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
 #include "common/nats_status.h"
 
 namespace core {
@@ -9,6 +14,7 @@ namespace core {
 Result<std::unique_ptr<KvBucket>> KvBucket::Bind(NatsClient& client, const std::string& bucket) {
   std::unique_ptr<KvBucket> b(new KvBucket());
   b->name_ = bucket;
+  b->client_ = &client;
   natsStatus s = js_KeyValue(&b->kv_, client.js(), bucket.c_str());
   if (s != NATS_OK) return NatsError(s, "KV bucket " + bucket + " (run platformctl init)");
   return b;
@@ -32,6 +38,98 @@ Result<std::optional<KvValue>> KvBucket::Get(const std::string& key) {
   return std::optional<KvValue>(std::move(v));
 }
 
+namespace {
+
+struct InboxDeleter {
+  void operator()(natsInbox* i) const { natsInbox_Destroy(i); }
+};
+struct SubDeleter {
+  void operator()(natsSubscription* s) const {
+    natsSubscription_Unsubscribe(s);
+    natsSubscription_Destroy(s);
+  }
+};
+
+// The answer to a direct get of a key's last value, as Get() would give it. `no_responders`:
+// the bucket's stream does not answer direct gets (no allow_direct), ask it the slow way.
+Result<std::optional<KvValue>> DirectGetAnswer(natsMsg* m, const std::string& what,
+                                               bool& no_responders) {
+  const char* status = nullptr;
+  if (natsMsg_GetDataLength(m) == 0 && natsMsgHeader_Get(m, "Status", &status) == NATS_OK) {
+    if (std::strcmp(status, "404") == 0) return std::optional<KvValue>();
+    if (std::strcmp(status, "503") == 0) no_responders = true;
+    const char* desc = nullptr;
+    natsMsgHeader_Get(m, "Description", &desc);
+    return Error::Retryable(what + ": status " + status + (desc ? std::string(" ") + desc : ""));
+  }
+  const char* op = nullptr;
+  if (natsMsgHeader_Get(m, "KV-Operation", &op) == NATS_OK &&
+      (std::strcmp(op, "DEL") == 0 || std::strcmp(op, "PURGE") == 0)) {
+    return std::optional<KvValue>();
+  }
+  KvValue v;
+  if (int len = natsMsg_GetDataLength(m); len > 0) v.value.assign(natsMsg_GetData(m), len);
+  const char* seq = nullptr;
+  if (natsMsgHeader_Get(m, "Nats-Sequence", &seq) == NATS_OK)
+    v.revision = std::strtoull(seq, nullptr, 10);
+  return std::optional<KvValue>(std::move(v));
+}
+
+}  // namespace
+
+std::vector<Result<std::optional<KvValue>>> KvBucket::GetMany(
+    const std::vector<std::string>& keys) {
+  std::string what = "KV get " + name_;
+  std::vector<Result<std::optional<KvValue>>> out(keys.size(),
+                                                  Error::Retryable(what + ": no answer in time"));
+  if (keys.empty()) return out;
+  natsInbox* raw_inbox = nullptr;
+  if (natsStatus s = natsInbox_Create(&raw_inbox); s != NATS_OK) {
+    std::fill(out.begin(), out.end(), NatsError(s, what));
+    return out;
+  }
+  std::unique_ptr<natsInbox, InboxDeleter> inbox(raw_inbox);
+  std::string prefix = std::string(inbox.get()) + ".";
+  natsSubscription* raw_sub = nullptr;
+  natsStatus s = natsConnection_SubscribeSync(&raw_sub, client_->conn(), (prefix + "*").c_str());
+  if (s != NATS_OK) {
+    std::fill(out.begin(), out.end(), NatsError(s, what));
+    return out;
+  }
+  std::unique_ptr<natsSubscription, SubDeleter> sub(raw_sub);
+  std::string api = "$JS.API.DIRECT.GET.KV_" + name_ + ".$KV." + name_ + ".";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    s = natsConnection_PublishRequest(client_->conn(), (api + keys[i]).c_str(),
+                                      (prefix + std::to_string(i)).c_str(), nullptr, 0);
+    if (s != NATS_OK) out[i] = NatsError(s, what + "/" + keys[i]);
+  }
+  std::vector<bool> answered(keys.size(), false);
+  std::vector<size_t> slow;  // no direct gets on this bucket
+  size_t left = keys.size();
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(client_->request_timeout_ms());
+  while (left > 0) {
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (wait <= 0) break;
+    natsMsg* m = nullptr;
+    if (natsSubscription_NextMsg(&m, sub.get(), wait) != NATS_OK) break;
+    const char* subject = natsMsg_GetSubject(m);
+    size_t i = std::strtoull(subject + prefix.size(), nullptr, 10);
+    if (i < keys.size() && !answered[i]) {
+      answered[i] = true;
+      --left;
+      bool no_responders = false;
+      out[i] = DirectGetAnswer(m, what + "/" + keys[i], no_responders);
+      if (no_responders) slow.push_back(i);
+    }
+    natsMsg_Destroy(m);
+  }
+  for (size_t i : slow) out[i] = Get(keys[i]);
+  return out;
+}
+
 Result<uint64_t> KvBucket::Put(const std::string& key, const std::string& value) {
   uint64_t rev = 0;
   natsStatus s = kvStore_Put(&rev, kv_, key.c_str(), value.data(), static_cast<int>(value.size()));
@@ -53,6 +151,16 @@ Result<uint64_t> KvBucket::Update(const std::string& key, const std::string& val
       kvStore_Update(&rev, kv_, key.c_str(), value.data(), static_cast<int>(value.size()), last);
   if (s != NATS_OK) return NatsError(s, "KV update " + name_ + "/" + key);
   return rev;
+}
+
+Result<std::chrono::milliseconds> KvBucket::Ttl() {
+  kvStatus* st = nullptr;
+  natsStatus s = kvStore_Status(&st, kv_);
+  if (s != NATS_OK) return NatsError(s, "KV status " + name_);
+  // nats.c reports the stream's max age as JetStream stores it: nanoseconds.
+  int64_t ns = kvStatus_TTL(st);
+  kvStatus_Destroy(st);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::nanoseconds(ns));
 }
 
 Status KvBucket::Delete(const std::string& key) {

@@ -5,10 +5,12 @@
 // thread-safe; any thread may call these. Each call is one request/reply.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/nats_client.h"
 #include "common/result.h"
@@ -31,18 +33,24 @@ class KvBucket {
 
   // nullopt when the key is absent, deleted or expired.
   Result<std::optional<KvValue>> Get(const std::string& key);
+  // Get for many keys in one round trip: every request is written before any answer is awaited
+  // (direct gets on a private inbox). The answers are in the order of `keys`.
+  std::vector<Result<std::optional<KvValue>>> GetMany(const std::vector<std::string>& keys);
   Result<uint64_t> Put(const std::string& key, const std::string& value);
   // Fails with kPermanent when the key exists.
   Result<uint64_t> Create(const std::string& key, const std::string& value);
   // Fails with kPermanent when the key's revision is no longer `last`.
   Result<uint64_t> Update(const std::string& key, const std::string& value, uint64_t last);
   Status Delete(const std::string& key);
+  // The bucket's TTL (its stream's max age); 0 when values never expire.
+  Result<std::chrono::milliseconds> Ttl();
 
   const std::string& name() const { return name_; }
 
  private:
   KvBucket() = default;
-  kvStore* kv_ = nullptr;  // owned
+  kvStore* kv_ = nullptr;         // owned
+  NatsClient* client_ = nullptr;  // borrowed
   std::string name_;
 };
 

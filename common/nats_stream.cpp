@@ -93,6 +93,13 @@ Status Message::Ack() {
   return s == NATS_OK ? Status::Ok() : Status(NatsError(s, "ack"));
 }
 
+Status Message::AckOn(NatsClient& client) {
+  const char* reply = natsMsg_GetReply(msg_);
+  if (reply == nullptr || *reply == 0) return Error::Invalid("ack: not a JetStream message");
+  natsStatus s = natsConnection_Publish(client.conn(), reply, "+ACK", 4);
+  return s == NATS_OK ? Status::Ok() : Status(NatsError(s, "ack"));
+}
+
 Status Message::AckSync() {
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s = natsMsg_AckSync(msg_, nullptr, &jerr);

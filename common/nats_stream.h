@@ -48,7 +48,10 @@ class Message {
   uint64_t num_delivered() const { return num_delivered_; }
   int64_t timestamp_ns() const { return timestamp_ns_; }
 
-  Status Ack();              // fire-and-forget: one write, no round trip
+  Status Ack();  // fire-and-forget: one write, no round trip
+  // The same ack written on another connection, e.g. one that coalesces writes (JetStream takes
+  // an ack from any connection). Not for a message already acked, nak'ed or terminated.
+  Status AckOn(NatsClient& client);
   Status AckSync();          // waits for the server to confirm
   Status Nak(Millis delay);  // redeliver after delay (0 = now)
   Status InProgress();       // resets the ack wait timer

@@ -16,7 +16,7 @@ Millis GroupPolicy::FetchWait(size_t batches, Clock::time_point first, Clock::ti
                               Millis idle) const {
   if (batches == 0) return idle;
   auto left = std::chrono::duration_cast<Millis>(linger_ - (now - first));
-  return std::max(left, Millis(1));
+  return std::max(left, kMinFetchWait);
 }
 
 Isolator::Isolator(size_t n) {

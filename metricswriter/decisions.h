@@ -28,6 +28,12 @@ class Backoff {
   int attempt_ = 0;
 };
 
+// The shortest pull request the intake makes. nats-server may answer a request of a few
+// milliseconds after nats.c stopped waiting for it (seen with 2.9: a 1 ms request kept taking
+// messages for about a second); those messages then wait unseen in the client, not kept alive,
+// until the next fetch, and come back as redeliveries when that is later than the ack wait.
+inline constexpr Millis kMinFetchWait{50};
+
 // When a group of fetched batches is written: when it is full (batches or points), or when
 // `linger` passed since its first batch arrived (so a trickle is still stored promptly).
 class GroupPolicy {
@@ -40,7 +46,8 @@ class GroupPolicy {
   bool Due(size_t batches, size_t points, Clock::time_point first, Clock::time_point now) const {
     return batches > 0 && (Full(batches, points) || now - first >= linger_);
   }
-  // How long the next fetch may wait: the rest of the linger, or `idle` with nothing held.
+  // How long the next fetch may wait: the rest of the linger (at least kMinFetchWait), or
+  // `idle` with nothing held.
   Millis FetchWait(size_t batches, Clock::time_point first, Clock::time_point now,
                    Millis idle) const;
   size_t max_batches() const { return max_batches_; }

@@ -1,5 +1,6 @@
 #include "metricswriter/fingerprint.h"
 
+#include <bit>
 #include <cstring>
 
 namespace mw {
@@ -18,7 +19,9 @@ uint64_t Fmix(uint64_t k) {
 
 uint64_t Load64(const unsigned char* p) {
   uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];  // little-endian, whatever the host
+  std::memcpy(&v, p, sizeof(v));
+  // Little-endian, whatever the host (one load on x86: a byte loop showed in the profile).
+  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
   return v;
 }
 
@@ -94,22 +97,26 @@ Fingerprint SeriesFingerprint(std::string_view tenant, const Batch& b, size_t in
   const Scope& scope = b.scopes[series.scope];
   // NUL separates the parts: decoded text never holds one (NULs are replaced), so the encoding
   // is unambiguous.
-  s->clear();
-  auto add = [s](std::string_view part) {
-    s->append(part);
-    s->push_back('\0');
-  };
-  add(tenant);
-  add(MetricTypeName(series.type));
-  add(series.name);
-  add(series.unit);
-  add(TemporalityName(series.temporality));
-  add(series.monotonic ? "1" : "0");
-  add(b.resources[series.resource]);
-  add(scope.name);
-  add(scope.version);
-  add(scope.attributes);
-  add(series.attributes);
+  const std::string_view parts[] = {tenant,
+                                    MetricTypeName(series.type),
+                                    series.name,
+                                    series.unit,
+                                    TemporalityName(series.temporality),
+                                    series.monotonic ? "1" : "0",
+                                    b.resources[series.resource],
+                                    scope.name,
+                                    scope.version,
+                                    scope.attributes,
+                                    series.attributes};
+  size_t size = 0;
+  for (auto part : parts) size += part.size() + 1;
+  s->resize(size);  // written in place: no append per part
+  char* out = s->data();
+  for (auto part : parts) {
+    std::memcpy(out, part.data(), part.size());
+    out += part.size();
+    *out++ = '\0';
+  }
   return Murmur3x64_128(*s);
 }
 

@@ -2,9 +2,11 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <mutex>
 
 #include "common/config.h"
 #include "common/http_server.h"
+#include "common/lease_keeper.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/nats_client.h"
@@ -37,14 +39,45 @@ int main() {
     return 1;
   }
   core::metrics::Registry registry;
-  mw::Writer writer(options, **nats, registry, stop);
-  core::MetricsServer server(registry, [&writer] { return writer.health(); });
+  // The writer of the current leadership term, for /healthz; null while following.
+  std::mutex writer_mu;
+  mw::Writer* writer = nullptr;
+  core::MetricsServer server(registry, [&] {
+    std::lock_guard lock(writer_mu);
+    if (writer != nullptr) return writer->health();
+    core::Health h;
+    h.ok = (*nats)->Connected();
+    h.detail = h.ok ? "follower: waiting for the metricswriter lease\n" : "nats: not connected\n";
+    return h;
+  });
   if (auto s = server.Start(common.metrics_listen); !s.ok()) {
     spdlog::critical("{}", s.error().message);
     return 1;
   }
   spdlog::info("metricswriter serving /metrics and /healthz on {}", common.metrics_listen);
-  auto status = writer.Run();
+  // Only the holder of the `metricswriter` lease consumes. A term ends on SIGTERM or the moment
+  // the lease is lost: the writer finishes the transaction under way, releases the rest and
+  // returns, and this instance waits for the lease again.
+  core::LeaseKeeper lease(**nats, "metricswriter", core::ThisProcessHolder(common.instance),
+                          registry);
+  lease.Start();
+  core::Status status = core::Status::Ok();
+  while (status.ok() && lease.WaitForLeadership(stop)) {
+    core::StopFlag term(&stop);
+    lease.BindTerm(&term);
+    {
+      mw::Writer w(options, **nats, registry, term);
+      {
+        std::lock_guard lock(writer_mu);
+        writer = &w;
+      }
+      status = w.Run();
+      std::lock_guard lock(writer_mu);
+      writer = nullptr;
+    }
+    lease.BindTerm(nullptr);
+    if (status.ok() && !stop.stopping()) spdlog::info("waiting for the metricswriter lease again");
+  }
   server.Stop();
   if (!status.ok()) {
     spdlog::critical("{}", status.error().message);

@@ -1,5 +1,6 @@
 #include "metricswriter/otlp_json.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "metricswriter/otlp_json_reader.h"
@@ -201,6 +202,12 @@ bool Point(json::Reader& r, element e, const Path& p, const Series& base, Batch*
   return true;
 }
 
+// Room for n more elements, growing at least twice over (many small metrics stay linear).
+template <typename T>
+void Grow(std::vector<T>& v, size_t n) {
+  if (v.capacity() - v.size() < n) v.reserve(std::max(v.size() + n, 2 * v.capacity()));
+}
+
 bool Metric(json::Reader& r, element e, const Path& p, uint32_t resource, uint32_t scope,
             Batch* b) {
   object o;
@@ -253,6 +260,12 @@ bool Metric(json::Reader& r, element e, const Path& p, uint32_t resource, uint32
   }
   if (base.type != MetricType::kSum) base.monotonic = false;
   if (!have_points) return true;
+  if (simdjson::dom::array arr; points.get(arr) == simdjson::SUCCESS) {
+    // One series and one point per data point: room for all of them at once.
+    const size_t n = arr.size();
+    Grow(b->series, n);
+    if (base.type == MetricType::kGauge || base.type == MetricType::kSum) Grow(b->numbers, n);
+  }
   Path pp{&dp, "dataPoints"};
   return r.Each(points, pp, [&](element pt, const Path& ip) { return Point(r, pt, ip, base, b); });
 }

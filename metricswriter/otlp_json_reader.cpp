@@ -172,6 +172,7 @@ bool Reader::Obj(element e, const Path& p, object* out) {
 
 bool Reader::KeyValues(element e, const Path& p, std::string* out) {
   std::vector<text::Member> members;
+  if (simdjson::dom::array arr; e.get(arr) == simdjson::SUCCESS) members.reserve(arr.size());
   bool ok = Each(e, p, [&](element kv, const Path& kp) {
     object o;
     if (!Obj(kv, kp, &o)) return false;

@@ -19,6 +19,7 @@
 namespace mw {
 
 enum class MetricType : uint8_t { kGauge, kSum, kHistogram, kExpHistogram, kSummary };
+inline constexpr size_t kMetricTypes = 5;
 enum class Temporality : uint8_t { kUnspecified = 0, kDelta = 1, kCumulative = 2 };
 
 const char* MetricTypeName(MetricType t);    // gauge, sum, histogram, exponential_histogram...

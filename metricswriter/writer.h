@@ -63,7 +63,7 @@ struct Group {
 class Writer {
  public:
   Writer(WriterOptions options, core::NatsClient& nats, core::metrics::Registry& registry,
-         core::StopSignal& stop);
+         core::StopFlag& stop);
   ~Writer();
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -90,7 +90,7 @@ class Writer {
 
   WriterOptions options_;
   core::NatsClient& nats_;
-  core::StopSignal& stop_;
+  core::StopFlag& stop_;
   WriterMetrics metrics_;
   std::vector<std::unique_ptr<Store>> stores_;  // stores_[i]: store thread i only
   JsonDecoder json_;                            // intake thread only

@@ -73,6 +73,7 @@ void Writer::IntakeLoop(core::PullConsumer& consumer) {
   GroupPolicy policy(options_.group_batches, options_.group_points, options_.group_linger);
   Group g;
   Clock::time_point last_error{};
+  Clock::time_point last_fetch{};
   auto hand_over = [&] {
     g.done.assign(g.messages.size(), false);
     {
@@ -90,16 +91,25 @@ void Writer::IntakeLoop(core::PullConsumer& consumer) {
       hand_over();
       continue;
     }
+    bool room = true;
     {
       // Fetch only with room downstream: everything fetched is either in the group gathered
       // here (for at most the linger) or queued, where the store threads keep it alive.
       std::unique_lock lk(mu_);
       cv_.wait_for(lk, Millis(200),
                    [&] { return queue_.size() < options_.queued_groups || stop_.stopping(); });
-      if (queue_.size() >= options_.queued_groups) continue;
+      room = queue_.size() < options_.queued_groups;
     }
     now = Clock::now();
-    auto want = static_cast<int>(std::min<size_t>(options_.group_batches - g.batches.size(), 500));
+    // Without room, still a fetch of one message every third of the ack wait: the server may
+    // have answered an earlier pull request after nats.c stopped waiting for it, and what it
+    // sent waits unseen in nats.c's queue, where nothing keeps it alive. Such messages are
+    // taken first, without a new request to the server.
+    if (!room && now - last_fetch < options_.consumer.ack_wait / 3) continue;
+    last_fetch = now;
+    auto want =
+        room ? static_cast<int>(std::min<size_t>(options_.group_batches - g.batches.size(), 500))
+             : 1;
     auto fetched =
         consumer.Fetch(want, policy.FetchWait(g.batches.size(), g.first, now, Millis(1000)));
     if (!fetched.ok()) {

@@ -1,51 +1,57 @@
 #include "metricswriter/writer_metrics.h"
 
 namespace mw {
-namespace {
-constexpr const char* kReset = " Resets when the process restarts.";
-std::string H(const std::string& s) { return s + kReset; }
-}  // namespace
 
+using core::metrics::CountsSinceStart;
 using core::metrics::ExponentialBuckets;
 
 WriterMetrics::WriterMetrics(core::metrics::Registry& r)
-    : received(r.AddCounter("metricswriter_messages_received_total",
-                            H("Messages fetched from API_METRICS, redeliveries included."))
+    : received(r.AddCounter(
+                    "metricswriter_messages_received_total",
+                    CountsSinceStart("Messages fetched from API_METRICS, redeliveries included."))
                    .Get()),
-      batches_stored(r.AddCounter("metricswriter_batches_stored_total",
-                                  H("Batches whose points were committed to PostgreSQL."))
-                         .Get()),
+      batches_stored(
+          r.AddCounter("metricswriter_batches_stored_total",
+                       CountsSinceStart("Batches whose points were committed to PostgreSQL."))
+              .Get()),
       points_stored(r.AddCounter("metricswriter_points_stored_total",
-                                 H("Points committed to PostgreSQL, by point type."), {"type"})),
-      duplicates(r.AddCounter("metricswriter_duplicates_skipped_total",
-                              H("Batches acknowledged without storing: their batch id was "
-                                "already stored (redelivery, replay, or a second writer)."))
-                     .Get()),
-      dead_lettered(r.AddCounter("metricswriter_dead_lettered_total",
-                                 H("Batches moved to API_DLQ, by reason: decode, content_type, "
-                                   "invalid_id, invalid_subject, db_rejected."),
-                                 {"reason"})),
-      dlq_publish_failures(r.AddCounter("metricswriter_dlq_publish_failures_total",
-                                        H("Dead-letter publishes that failed; the batch is "
-                                          "redelivered and tried again."))
-                               .Get()),
-      nul_replacements(r.AddCounter("metricswriter_nul_replacements_total",
-                                    H("NUL characters replaced by U+FFFD in stored batches."))
-                           .Get()),
-      series_created(r.AddCounter("metricswriter_series_resolved_total",
-                                  H("Series ids looked up in or added to metrics.series "
-                                    "(cache misses)."))
-                         .Get()),
+                                 CountsSinceStart("Points committed to PostgreSQL, by point type."),
+                                 {"type"})),
+      duplicates(
+          r.AddCounter("metricswriter_duplicates_skipped_total",
+                       CountsSinceStart("Batches acknowledged without storing: their batch id was "
+                                        "already stored (redelivery, replay, or a second writer)."))
+              .Get()),
+      dead_lettered(r.AddCounter(
+          "metricswriter_dead_lettered_total",
+          CountsSinceStart("Batches moved to API_DLQ, by reason: decode, content_type, "
+                           "invalid_id, invalid_subject, db_rejected."),
+          {"reason"})),
+      dlq_publish_failures(
+          r.AddCounter("metricswriter_dlq_publish_failures_total",
+                       CountsSinceStart("Dead-letter publishes that failed; the batch is "
+                                        "redelivered and tried again."))
+              .Get()),
+      nul_replacements(
+          r.AddCounter("metricswriter_nul_replacements_total",
+                       CountsSinceStart("NUL characters replaced by U+FFFD in stored batches."))
+              .Get()),
+      series_created(
+          r.AddCounter("metricswriter_series_resolved_total",
+                       CountsSinceStart("Series ids looked up in or added to metrics.series "
+                                        "(cache misses)."))
+              .Get()),
       series_cached(
           r.AddGauge("metricswriter_series_cache_entries", "Series ids held in memory.").Get()),
       database_up(r.AddGauge("metricswriter_database_up",
                              "1 when the last PostgreSQL transaction or connection succeeded, "
                              "0 while the database is unavailable and batches are held.")
                       .Get()),
-      database_retries(r.AddCounter("metricswriter_database_retries_total",
-                                    H("Failed PostgreSQL attempts that will be retried, by "
-                                      "error kind (retryable, permanent)."),
-                                    {"kind"})),
+      database_retries(
+          r.AddCounter("metricswriter_database_retries_total",
+                       CountsSinceStart("Failed PostgreSQL attempts that will be retried, by "
+                                        "error kind (retryable, permanent)."),
+                       {"kind"})),
       held_batches(r.AddGauge("metricswriter_held_batches",
                               "Batches fetched and not yet acknowledged (waiting for or in a "
                               "transaction).")

@@ -1,12 +1,18 @@
 #include "platformctl/app.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "common/config.h"
 #include "common/log.h"
 #include "common/nats_client.h"
+#include "common/timefmt.h"
+#include "platformctl/dlq_cli.h"
+#include "platformctl/exporter.h"
 #include "platformctl/init.h"
+#include "platformctl/leaders.h"
+#include "platformctl/migrate.h"
 #include "platformctl/streams.h"
 
 namespace platformctl {
@@ -14,7 +20,8 @@ namespace {
 
 constexpr const char* kExitCodes =
     "Exit codes: 0 done; 1 partly done (a conflict, a skipped or failed message); "
-    "2 usage or configuration error; 3 cannot reach NATS.";
+    "2 usage or configuration error; 3 cannot reach NATS; 4 dlq purge without --yes (it only "
+    "said what it would erase); 5 cannot reach the database (migrate).";
 
 struct Shared {
   core::CommonConfig common;
@@ -76,6 +83,24 @@ int Main(int argc, char** argv) {
                       "Time between the two readings the rates come from; 0 = one reading, no "
                       "rates (default 2s)");
   streams->add_flag("--json", json, "One JSON object with a streams array");
+  std::string serve;
+  streams->add_option("--serve", serve,
+                      "Run as a Prometheus exporter on HOST:PORT (/metrics, /healthz) until "
+                      "SIGTERM; --interval is then the time between readings (default 10s; 0 = "
+                      "read on every scrape)");
+
+  bool leaders_json = false;
+  auto* leaders = app.add_subcommand(
+      "leaders",
+      "Which instance leads the replayer and the metricswriter (KV bucket locks), since when");
+  leaders->add_flag("--json", leaders_json, "One JSON object with a leaders array");
+
+  DlqCommands dlq_commands(app);  // dlq list|replay|purge, erase
+
+  auto* migrate = app.add_subcommand(
+      "migrate",
+      "Apply the metrics schema migrations to DATABASE_URL under the advisory lock "
+      "(as the metricswriter does at start); a second run changes nothing");
 
   try {
     app.parse(argc, argv);
@@ -97,6 +122,33 @@ int Main(int argc, char** argv) {
     PrintInit(report, dry_run, std::cout);
     return report.failed() ? kExitPartial : kExitOk;
   }
+  if (*leaders) {
+    auto client = Connect(shared);
+    if (!client) {
+      std::cerr << "platformctl: " << client.error().message << "\n";
+      return kExitNoNats;
+    }
+    auto views = ReadLeaders(**client);
+    if (!views) {
+      std::cerr << "platformctl: " << views.error().message << "\n";
+      return views.error().kind == core::ErrorKind::kRetryable ? kExitNoNats : kExitPartial;
+    }
+    int64_t now_ms = core::NowUnixNs() / 1'000'000;
+    if (leaders_json)
+      PrintLeadersJson(*views, now_ms, std::cout);
+    else
+      PrintLeadersText(*views, now_ms, std::cout);
+    return kExitOk;
+  }
+  if (dlq_commands.Chosen()) return dlq_commands.Run(shared.common);
+  if (*migrate) {
+    const char* url = std::getenv("DATABASE_URL");
+    if (url == nullptr || *url == '\0') {
+      std::cerr << "platformctl: DATABASE_URL is required (a libpq URL or conninfo)\n";
+      return kExitUsage;
+    }
+    return Migrate(url, std::cout, std::cerr);
+  }
   if (*streams) {
     auto d = core::ParseDuration(interval);
     if (interval == "0") d = core::Millis(0);
@@ -106,6 +158,11 @@ int Main(int argc, char** argv) {
       return kExitUsage;
     }
     streams_options.interval = *d;
+    if (!serve.empty()) {
+      ExporterOptions e{serve, streams_options.only, std::chrono::seconds(10)};
+      if (streams->count("--interval") > 0) e.interval = *d;
+      return ServeStreams(shared.common, e);
+    }
     auto client = Connect(shared);
     if (!client) {
       std::cerr << "platformctl: " << client.error().message << "\n";

@@ -62,39 +62,42 @@ nlohmann::json Ts(int64_t ns) {
 
 }  // namespace
 
-core::Result<std::vector<StreamView>> CollectStreams(core::NatsClient& client,
-                                                     const StreamsOptions& options) {
-  std::vector<std::string> names = options.only;
+core::Result<std::vector<StreamReading>> ReadStreams(core::NatsClient& client,
+                                                     const std::vector<std::string>& only) {
+  std::vector<std::string> names = only;
   if (names.empty()) {
     auto all = core::nats_admin::StreamNames(client);
     if (!all) return all.error();
     names = *all;
   }
-  names = Order(names);
-  auto read_all = [&]() -> core::Result<std::map<std::string, StreamReading>> {
-    std::map<std::string, StreamReading> out;
-    for (const auto& n : names) {
-      auto r = core::nats_admin::ReadStream(client, n);
-      if (!r) return r.error();
-      out[n] = *r;
-    }
-    return out;
-  };
-  auto first = read_all();
+  std::vector<StreamReading> out;
+  for (const auto& n : Order(names)) {
+    auto r = core::nats_admin::ReadStream(client, n);
+    if (!r) return r.error();
+    out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+core::Result<std::vector<StreamView>> CollectStreams(core::NatsClient& client,
+                                                     const StreamsOptions& options) {
+  auto first = ReadStreams(client, options.only);
   if (!first) return first.error();
-  std::optional<std::map<std::string, StreamReading>> second;
+  std::optional<std::vector<StreamReading>> second;
   if (options.interval.count() > 0) {
     std::this_thread::sleep_for(options.interval);
-    auto again = read_all();
+    std::vector<std::string> names;  // the same streams again, even if one appeared meanwhile
+    for (const auto& r : *first) names.push_back(r.name);
+    auto again = names.empty() ? first : ReadStreams(client, names);
     if (!again) return again.error();
     second = std::move(*again);
   }
   std::vector<StreamView> views;
-  for (const auto& n : names) {
+  for (size_t i = 0; i < first->size(); ++i) {
     if (second)
-      views.push_back(core::backlog::Compute(first->at(n), second->at(n)));
+      views.push_back(core::backlog::Compute((*first)[i], (*second)[i]));
     else
-      views.push_back(core::backlog::Compute(std::nullopt, first->at(n)));
+      views.push_back(core::backlog::Compute(std::nullopt, (*first)[i]));
   }
   return views;
 }

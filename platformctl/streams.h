@@ -25,6 +25,11 @@ struct StreamsOptions {
 core::Result<std::vector<core::backlog::StreamView>> CollectStreams(core::NatsClient& client,
                                                                     const StreamsOptions& options);
 
+// One reading of the named streams (empty = every stream on the server), ours first. Also used
+// by the exporter (exporter.h).
+core::Result<std::vector<core::backlog::StreamReading>> ReadStreams(
+    core::NatsClient& client, const std::vector<std::string>& only);
+
 void PrintStreamsText(const std::vector<core::backlog::StreamView>& views, std::ostream& out);
 void PrintStreamsJson(const std::vector<core::backlog::StreamView>& views, std::ostream& out);
 

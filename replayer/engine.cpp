@@ -52,8 +52,17 @@ core::Status Engine::Start() {
   auto visits = core::KvBucket::Bind(s.nats, core::topology::kVisitStateBucket);
   if (!visits) return visits.error();
   s.visits = std::move(*visits);
+  if (!s.acks_nats) {
+    core::NatsClient::Options o;
+    o.client_name = "replayer acks";
+    o.send_asap = false;
+    o.request_timeout_ms = s.nats.request_timeout_ms();
+    auto acks = s.nats.Sibling(o);
+    if (!acks) return acks.error();
+    s.acks_nats = std::move(*acks);
+  }
   auto publisher =
-      core::AsyncPublisher::Create(s.nats, [this](uint64_t tag, const core::Status& st) {
+      core::AsyncPublisher::Create(*s.acks_nats, [this](uint64_t tag, const core::Status& st) {
         {
           std::lock_guard lock(s_->inbox_mu);
           s_->inbox_done.push_back({tag, st});
@@ -66,7 +75,7 @@ core::Status Engine::Start() {
   return core::Status::Ok();
 }
 
-void Engine::Run(core::StopSignal& stop) {
+void Engine::Run(core::StopFlag& stop) {
   auto& s = *s_;
   // A process takes sends only once its checks passed: this also warms Umami's routes.
   for (int i = 0; i < static_cast<int>(s.processes.size()); ++i) s.StartCheck(i, Clock::now());
@@ -118,7 +127,7 @@ void Engine::Run(core::StopSignal& stop) {
     }
     for (auto& r : s.http.Poll(wait)) s.OnResponse(std::move(r), Clock::now());
   }
-  s.ReleaseAll();
+  s.ReleaseAll(/*hand_back=*/!stop.expired());
   s.UpdateGauges();
 }
 

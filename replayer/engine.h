@@ -48,7 +48,7 @@ class Engine {
   // Binds the consumer and the buckets. Start-up errors (no stream, no bucket) come back here.
   core::Status Start();
   // Runs until stop.stopping(), then finishes or releases what it holds.
-  void Run(core::StopSignal& stop);
+  void Run(core::StopFlag& stop);
 
  private:
   struct State;

@@ -50,7 +50,7 @@ void Engine::State::DrainInbox(TimePoint now) {
       continue;
     }
     // The guard record is stored: a redelivery from here on is recognised. Now ack.
-    if (auto st = it->second.msg.Ack(); !st) {
+    if (auto st = it->second.msg.AckOn(*acks_nats); !st) {
       spdlog::warn("ack of stored seq {} failed (the guard covers its redelivery): {}",
                    it->second.msg.stream_seq(), st.error().message);
     }
@@ -61,6 +61,15 @@ void Engine::State::DrainInbox(TimePoint now) {
 }
 
 void Engine::State::Admit(NewEvent e, TimePoint now) {
+  if (e.msg.num_delivered() > 1) {
+    // The server gave us again a message we still hold (its ack wait ran out, or a nak of an
+    // older delivery reached it): answer the newest delivery, and never send the event twice.
+    for (auto& [held_id, held_event] : held) {
+      if (held_event.msg.stream_seq() != e.msg.stream_seq()) continue;
+      held_event.msg = std::move(e.msg);
+      return;
+    }
+  }
   uint64_t id = next_id++;
   Held h{std::move(e.msg), std::move(e.ev), {}, Stage::kWaiting, 0, false, -1, {}, {}, {}, {}, {}};
   h.lane = h.ev.LaneKey();
@@ -117,7 +126,7 @@ void Engine::State::Dispatch(TimePoint) {
 void Engine::State::Send(uint64_t id, Held& h, int p) {
   HttpRequest r;
   r.tag = id;
-  r.url = processes[p].url + "/api/send";
+  r.url = processes[p].send_url;
   r.post = true;
   r.body = BuildSendBody(h.ev);
   r.timeout = cfg.send_timeout;
@@ -143,7 +152,7 @@ void Engine::State::OnResponse(HttpResponse r, TimePoint now) {
   Held& h = it->second;
   Process& p = processes[h.process];
   p.in_flight--;
-  m.send_seconds.With({p.url}).Observe(r.seconds);
+  p.send_seconds->Observe(r.seconds);
   if (r.status >= 200 && r.status < 300) {
     OnStored(r.tag, h, r.body, now);
     return;
@@ -158,7 +167,7 @@ void Engine::State::OnStored(uint64_t id, Held& h, const std::string& body, Time
   auto reply = ParseSendReply(body);
   if (reply.kind == SendReply::Kind::kDroppedBot) {
     m.dropped_by_umami.Inc();
-    (void)h.msg.Ack();
+    (void)h.msg.AckOn(*acks_nats);
     Finish(id, h);
     return;
   }
@@ -378,7 +387,23 @@ void Engine::State::UpdateGauges() {
   m.nats_connected.Set(nats.Connected() ? 1 : 0);
 }
 
-void Engine::State::ReleaseAll() {
+void Engine::State::ReleaseAll(bool hand_back) {
+  if (!hand_back) {
+    spdlog::warn(
+        "the lease is lost: leaving {} held events to the next leader (they come back after the "
+        "ack wait; a nak now could reach its delivery of the same message)",
+        held.size());
+    held.clear();
+    held_count.store(0);
+    return;
+  }
+  // Acks written on the coalescing connection go out before anything else is said.
+  if (acks_nats) {
+    if (auto st = acks_nats->Flush(5000); !st) {
+      spdlog::warn("flushing acks: {} (their events are redelivered and skipped by the guard)",
+                   st.error().message);
+    }
+  }
   // The intake's last pull request lives until it expires; a nak before then would hand the
   // message straight back to this (now idle) subscription.
   std::this_thread::sleep_for(milliseconds(600));

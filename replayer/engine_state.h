@@ -48,6 +48,8 @@ struct Held {
 
 struct Process {
   std::string url;
+  std::string send_url;                              // url + "/api/send"
+  core::metrics::Histogram* send_seconds = nullptr;  // this process's child, looked up once
   ProcessHealth health;
   WriteFaultWindow write_fault;
   int in_flight = 0;
@@ -77,6 +79,8 @@ struct Engine::State {
     for (const auto& url : cfg.umami_urls) {
       Process p;
       p.url = url;
+      p.send_url = url + "/api/send";
+      p.send_seconds = &m.send_seconds.With({url});
       p.health = ProcessHealth(cfg.check_cache);
       processes.push_back(std::move(p));
     }
@@ -88,6 +92,10 @@ struct Engine::State {
   std::unique_ptr<core::PullConsumer> consumer;
   std::unique_ptr<core::KvBucket> stored_ids;
   std::unique_ptr<core::KvBucket> visits;
+  // Guard records and acks of stored events: many small writes, so a connection of their own
+  // that coalesces them (send_asap off: nats.c's flusher writes about once a millisecond)
+  // instead of one write each on the shared connection. Outlives the publisher that uses it.
+  std::unique_ptr<core::NatsClient> acks_nats;
   std::unique_ptr<core::AsyncPublisher> publisher;  // reset first in ~Engine: see there
   HttpPool http;
   Lanes lanes;
@@ -133,7 +141,9 @@ struct Engine::State {
   void MakeReady(uint64_t id, Held& h);
   void Backoff(uint64_t id, Held& h, TimePoint at);
   void WakeWriteFaultParked();
-  void ReleaseAll();
+  // hand_back false (the lease was lost): drop the messages without a nak; they come back to
+  // the next leader after the ack wait.
+  void ReleaseAll(bool hand_back);
   void UpdateGauges();
 };
 

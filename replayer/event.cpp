@@ -112,35 +112,44 @@ ParseResult Parse(std::string_view body, std::string_view msg_id) {
   if (obj["payload"].get_object().get(payload) != simdjson::SUCCESS) {
     return Poison("the event has no payload object");
   }
-  e.payload_json = simdjson::minify(payload);
+  // Copy the edge's payload members except the ones the send owns.
+  for (auto member : payload) {
+    std::string_view k = member.key;
+    if (k == "website" || k == "timestamp" || k == "ip" || k == "userAgent") continue;
+    if (!e.payload_members.empty()) e.payload_members += ',';
+    e.payload_members += '"';
+    e.payload_members += core::JsonEscape(std::string(k));
+    e.payload_members += "\":";
+    e.payload_members += simdjson::minify(member.value);
+  }
   ParseResult r;
   r.event = std::move(e);
   return r;
 }
 
 std::string BuildSendBody(const WebEvent& e) {
-  // Copy the edge's payload members except the ones we own, then append ours.
-  thread_local simdjson::dom::parser parser;  // reused: a new parser allocates its buffers
-  simdjson::dom::object payload;
-  std::string out = "{\"type\":\"" + core::JsonEscape(e.type) + "\",\"payload\":{";
-  bool first = true;
-  if (parser.parse(e.payload_json).get_object().get(payload) == simdjson::SUCCESS) {
-    for (auto field : payload) {
-      std::string_view k = field.key;
-      if (k == "website" || k == "timestamp" || k == "ip" || k == "userAgent") continue;
-      if (!first) out += ',';
-      first = false;
-      out += '"';
-      out += core::JsonEscape(std::string(k));
-      out += "\":";
-      out += simdjson::minify(field.value);
-    }
+  std::string out;
+  out.reserve(e.payload_members.size() + e.website.size() + e.ip.size() + e.user_agent.size() +
+              128);
+  out += "{\"type\":\"";
+  out += core::JsonEscape(e.type);
+  out += "\",\"payload\":{";
+  out += e.payload_members;
+  if (!e.payload_members.empty()) out += ',';
+  out += "\"website\":\"";
+  out += core::JsonEscape(e.website);
+  out += "\",\"timestamp\":";
+  out += std::to_string(e.accepted_at_ms / 1000);
+  if (!e.ip.empty()) {
+    out += ",\"ip\":\"";
+    out += core::JsonEscape(e.ip);
+    out += '"';
   }
-  if (!first) out += ',';
-  out += "\"website\":\"" + core::JsonEscape(e.website) + "\"";
-  out += ",\"timestamp\":" + std::to_string(e.accepted_at_ms / 1000);
-  if (!e.ip.empty()) out += ",\"ip\":\"" + core::JsonEscape(e.ip) + "\"";
-  if (!e.user_agent.empty()) out += ",\"userAgent\":\"" + core::JsonEscape(e.user_agent) + "\"";
+  if (!e.user_agent.empty()) {
+    out += ",\"userAgent\":\"";
+    out += core::JsonEscape(e.user_agent);
+    out += '"';
+  }
   out += "}}";
   return out;
 }

@@ -19,8 +19,10 @@ struct WebEvent {
   int64_t accepted_at_ms = 0;
   std::string ip;
   std::string user_agent;
-  std::string type;          // "event" or "identify"
-  std::string payload_json;  // the raw "payload" object, as sent by the edge
+  std::string type;  // "event" or "identify"
+  // The edge's "payload" members (minified, comma-separated, no braces) without the ones the
+  // send sets itself: prepared by Parse() on the intake thread so the send only concatenates.
+  std::string payload_members;
 
   // Key of the visitor's lane and visit state: site and visitor together.
   std::string LaneKey() const { return website + "\n" + visitor; }

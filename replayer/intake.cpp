@@ -13,7 +13,6 @@ namespace replayer {
 namespace {
 constexpr core::Millis kFetchWait{500};
 constexpr core::Millis kRetryLater{5000};
-constexpr size_t kLookupThreads = 8;
 }  // namespace
 
 void Engine::State::IntakeLoop() {
@@ -91,25 +90,26 @@ void Engine::State::IntakeBatch(std::vector<core::Message> batch) {
     it.check_visit = !visit_cache.Lookup(lane) && lanes_looked_up.insert(lane).second;
     items.push_back(std::move(it));
   }
-  // The KV reads are request/reply round trips: run them side by side, not one after another.
-  std::vector<size_t> reads;
+  // The KV reads are request/reply round trips: all of a batch's go out together.
+  std::vector<size_t> guard_of, visit_of;
+  std::vector<std::string> guard_keys, visit_keys;
   for (size_t i = 0; i < items.size(); ++i) {
-    if (items[i].check_guard || items[i].check_visit) reads.push_back(i);
-  }
-  auto read = [&](size_t k0, size_t step) {
-    for (size_t k = k0; k < reads.size(); k += step) {
-      Item& it = items[reads[k]];
-      if (it.check_guard) it.guard = stored_ids->Get(KvSafe(it.ev.id));
-      if (it.check_visit) it.visit = visits->Get(VisitKey(it.ev.website, it.ev.visitor));
+    if (items[i].check_guard) {
+      guard_of.push_back(i);
+      guard_keys.push_back(KvSafe(items[i].ev.id));
     }
-  };
-  size_t threads = std::min<size_t>(kLookupThreads, reads.size());
-  if (threads <= 1) {
-    read(0, 1);
-  } else {
-    std::vector<std::thread> pool;
-    for (size_t t = 0; t < threads; ++t) pool.emplace_back(read, t, threads);
-    for (auto& t : pool) t.join();
+    if (items[i].check_visit) {
+      visit_of.push_back(i);
+      visit_keys.push_back(VisitKey(items[i].ev.website, items[i].ev.visitor));
+    }
+  }
+  if (!guard_keys.empty()) {
+    auto got = stored_ids->GetMany(guard_keys);
+    for (size_t k = 0; k < got.size(); ++k) items[guard_of[k]].guard = std::move(got[k]);
+  }
+  if (!visit_keys.empty()) {
+    auto got = visits->GetMany(visit_keys);
+    for (size_t k = 0; k < got.size(); ++k) items[visit_of[k]].visit = std::move(got[k]);
   }
   std::vector<NewEvent> admitted;
   for (auto& it : items) {

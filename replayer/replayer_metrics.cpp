@@ -3,8 +3,7 @@
 namespace replayer {
 
 namespace {
-constexpr const char* kReset = " Counts since this process started (resets on restart).";
-std::string H(const char* text) { return std::string(text) + kReset; }
+std::string H(const char* text) { return core::metrics::CountsSinceStart(text); }
 }  // namespace
 
 ReplayerMetrics::ReplayerMetrics(core::metrics::Registry& r)

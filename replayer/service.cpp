@@ -6,6 +6,7 @@
 
 #include "common/config.h"
 #include "common/http_server.h"
+#include "common/lease_keeper.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/nats_client.h"
@@ -53,15 +54,32 @@ int RunService() {
       "on {}",
       config.umami_urls.size(), config.workers, config.max_in_flight, common.metrics_listen);
 
-  Engine engine(**nats, config, metrics);
-  // NATS may still be connecting, or the streams not yet provisioned: keep trying.
-  while (true) {
-    auto st = engine.Start();
-    if (st) break;
-    spdlog::warn("cannot start yet (retrying every 2 s): {}", st.error().message);
-    if (stop.WaitFor(std::chrono::seconds(2))) return 0;
+  // One leadership term at a time: only the holder of the `replayer` lease consumes. A term
+  // ends on SIGTERM or the moment the lease is lost; the engine then stops fetching and
+  // releases what it holds, and this instance goes back to waiting for the lease.
+  core::LeaseKeeper lease(**nats, "replayer", core::ThisProcessHolder(common.instance), registry);
+  lease.Start();
+  while (lease.WaitForLeadership(stop)) {
+    core::StopFlag term(&stop);
+    lease.BindTerm(&term);
+    {
+      Engine engine(**nats, config, metrics);
+      // NATS may still be connecting, or the streams not yet provisioned: keep trying.
+      bool started = false;
+      while (!term.stopping()) {
+        auto st = engine.Start();
+        if (st) {
+          started = true;
+          break;
+        }
+        spdlog::warn("cannot start yet (retrying every 2 s): {}", st.error().message);
+        term.WaitFor(std::chrono::seconds(2));
+      }
+      if (started) engine.Run(term);
+    }
+    lease.BindTerm(nullptr);
+    if (!stop.stopping()) spdlog::info("waiting for the replayer lease again");
   }
-  engine.Run(stop);
   spdlog::info("replayer stopped");
   return 0;
 }

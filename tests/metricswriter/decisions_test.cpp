@@ -71,7 +71,8 @@ TEST_CASE("group policy: full, lingering or empty", "[decisions]") {
   CHECK(p.Due(3, 10'000, t0, t0));        // full by points
   CHECK(p.FetchWait(0, t0, t0, 1000ms) == 1000ms);
   CHECK(p.FetchWait(1, t0, t0 + 30ms, 1000ms) == 70ms);
-  CHECK(p.FetchWait(1, t0, t0 + 300ms, 1000ms) == 1ms);
+  CHECK(p.FetchWait(1, t0, t0 + 80ms, 1000ms) == mw::kMinFetchWait);  // never a tiny request
+  CHECK(p.FetchWait(1, t0, t0 + 300ms, 1000ms) == mw::kMinFetchWait);
 }
 
 TEST_CASE("isolator finds one poison batch among 500 and stores the rest", "[decisions]") {

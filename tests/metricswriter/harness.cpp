@@ -1,18 +1,20 @@
 #include "tests/metricswriter/harness.h"
 
 #include <chrono>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include "common/nats_stream.h"
 #include "common/timefmt.h"
+#include "tests/support/metrics_scrape.h"
 
 namespace mwtest {
 
 using testsupport::BinaryDir;
 
 int64_t NowNs() { return core::NowUnixNs(); }
+
+void Sleep(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
 Harness::Harness() : stack_({"nats", "pg"}) {
   std::string init = "NATS_URL=" + stack_.Env("NATS_URL") + " " + BinaryDir() +
@@ -52,24 +54,21 @@ std::unique_ptr<testsupport::ChildProcess> Harness::StartWriter(
   return child;
 }
 
-std::string Harness::Scrape(int index) const {
-  return testsupport::Capture("curl -s --max-time 2 http://127.0.0.1:" +
-                              std::to_string(metrics_port(index)) + "/metrics 2>/dev/null");
-}
+std::string Harness::Scrape(int index) const { return testsupport::Scrape(metrics_port(index)); }
 
 double Harness::Metric(int index, const std::string& name, const std::string& labels) const {
-  std::istringstream in(Scrape(index));
-  std::string line;
-  double sum = 0;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    if (line.compare(0, name.size(), name) != 0) continue;
-    char next = line.size() > name.size() ? line[name.size()] : ' ';
-    if (next != ' ' && next != '{') continue;
-    if (!labels.empty() && line.find(labels) == std::string::npos) continue;
-    sum += std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return sum;
+  return testsupport::MetricSum(Scrape(index), name, labels);
+}
+
+int Harness::Platformctl(const std::string& args, const std::string& database_url,
+                         std::string* output) const {
+  std::string env = "NATS_URL=" + stack_.Env("NATS_URL");
+  if (!database_url.empty()) env += " DATABASE_URL='" + database_url + "'";
+  int rc = -1;
+  *output = testsupport::Capture("env -u DATABASE_URL " + env + " " + BinaryDir() +
+                                     "/platformctl/platformctl " + args + " 2>&1",
+                                 &rc);
+  return rc;
 }
 
 void Harness::Publish(const std::string& tenant, const std::string& body,

@@ -17,6 +17,9 @@
 
 namespace mwtest {
 
+inline constexpr const char* kBatches = "SELECT count(*) FROM metrics.batches";
+inline constexpr const char* kPoints = "SELECT count(*) FROM metrics.number_points";
+
 struct DlqMessage {
   uint64_t seq = 0;
   std::string subject;
@@ -52,6 +55,11 @@ class Harness {
   // Waits until Count(sql) == want (or timeout); returns the last count.
   int64_t WaitCount(const std::string& sql, int64_t want, int timeout_ms);
 
+  // Runs `platformctl <args>` with this stack's NATS_URL and `database_url` as DATABASE_URL
+  // (empty: left out); returns the exit code, *output gets stdout and stderr.
+  int Platformctl(const std::string& args, const std::string& database_url,
+                  std::string* output) const;
+
   testsupport::TestStack& stack() { return stack_; }
   std::string database_url() const { return stack_.Env("DATABASE_URL"); }
 
@@ -67,5 +75,6 @@ class Harness {
 std::string JsonBatch(int points, int64_t time_ns, double value0 = 1);
 
 int64_t NowNs();
+void Sleep(int ms);
 
 }  // namespace mwtest

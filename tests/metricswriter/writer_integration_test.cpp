@@ -3,23 +3,14 @@
 #include <signal.h>
 #include <catch2/catch.hpp>
 
-#include <chrono>
-#include <thread>
-
 #include "tests/metricswriter/harness.h"
 
 using mwtest::Harness;
 using mwtest::JsonBatch;
+using mwtest::kBatches;
+using mwtest::kPoints;
 using mwtest::NowNs;
-
-namespace {
-
-constexpr const char* kBatches = "SELECT count(*) FROM metrics.batches";
-constexpr const char* kPoints = "SELECT count(*) FROM metrics.number_points";
-
-void Sleep(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
-
-}  // namespace
+using mwtest::Sleep;
 
 TEST_CASE("the same batch published three times is stored once", "[integration]") {
   Harness h;

@@ -80,14 +80,21 @@ bool WaitFor(const std::function<bool()>& pred, int timeout_ms) {
   return pred();
 }
 
-TestStack::TestStack(const std::vector<std::string>& components, int umami_processes) {
+TestStack::TestStack(const std::vector<std::string>& components, int umami_processes)
+    : TestStack(components, StackOptions{umami_processes, 1}) {}
+
+TestStack::TestStack(const std::vector<std::string>& components, const StackOptions& options)
+    : nats_nodes_(options.nats_nodes) {
   char tmpl[] = "/tmp/core-test-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
-  base_port_ = FreePortRange(10 + umami_processes + 2);
+  // scripts/stack puts the cluster's other ports at N+60..N+60+3*nodes (after any Umami port).
+  int span = nats_nodes_ > 1 ? 60 + 3 * nats_nodes_ : 10 + options.umami_processes + 2;
+  base_port_ = FreePortRange(span);
   std::string comps;
   for (const auto& c : components) comps += " " + c;
-  std::string args = "--umami-processes " + std::to_string(umami_processes) + " up" + comps;
+  std::string args = "--umami-processes " + std::to_string(options.umami_processes) +
+                     " --nats-cluster " + std::to_string(nats_nodes_) + " up" + comps;
   int rc = 0;
   std::string cmd = SourceDir() + "/scripts/stack --dir " + dir_ + " --base-port " +
                     std::to_string(base_port_) + " " + args + " >" + dir_ + "/up.log 2>&1";
@@ -137,6 +144,31 @@ std::string TestStack::EnvPrefix() const {
   std::string out;
   for (const auto& [k, v] : env_) out += k + "='" + v + "' ";
   return out;
+}
+
+std::string TestStack::NatsNode(int node) const {
+  if (node < 1 || node > nats_nodes_)
+    throw std::runtime_error("no NATS node " + std::to_string(node));
+  return nats_nodes_ == 1 ? "nats" : "nats-" + std::to_string(node);
+}
+
+namespace {
+
+std::string NthOfList(const std::string& list, int n) {
+  std::istringstream in(list);
+  std::string item;
+  for (int i = 1; std::getline(in, item, ','); ++i) {
+    if (i == n) return item;
+  }
+  throw std::runtime_error("no entry " + std::to_string(n) + " in " + list);
+}
+
+}  // namespace
+
+std::string TestStack::NatsUrl(int node) const { return NthOfList(Env("NATS_URL"), node); }
+
+std::string TestStack::NatsMonitorUrl(int node) const {
+  return NthOfList(Env("NATS_MONITOR_URLS"), node);
 }
 
 void TestStack::Stop(const std::string& component) { Stack("stop " + component); }

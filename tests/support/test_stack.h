@@ -3,6 +3,10 @@
 // Each TestStack gets its own directory and base port, so tests and a developer's default stack
 // run side by side. The destructor stops everything it started. Not thread-safe: use a stack
 // from the test's main thread.
+//
+// With StackOptions::nats_nodes = 3 the stack runs a three-node JetStream cluster
+// (scripts/stack --nats-cluster 3): component "nats" is every node, NatsNode(j) one of them
+// ("nats-<j>", j = 1..3), and Env("NATS_URL") lists every node.
 #pragma once
 
 #include <sys/types.h>
@@ -24,10 +28,16 @@ int Run(const std::string& command);
 // Runs a shell command and returns its stdout (stderr to the test log); *rc gets the exit code.
 std::string Capture(const std::string& command, int* rc = nullptr);
 
+struct StackOptions {
+  int umami_processes = 1;
+  int nats_nodes = 1;  // 1: one nats-server; 3: a JetStream cluster
+};
+
 class TestStack {
  public:
   // components: any of "nats", "pg", "umami". umami_processes: Umami processes to start.
   explicit TestStack(const std::vector<std::string>& components, int umami_processes = 1);
+  TestStack(const std::vector<std::string>& components, const StackOptions& options);
   ~TestStack();
   TestStack(const TestStack&) = delete;
   TestStack& operator=(const TestStack&) = delete;
@@ -39,6 +49,13 @@ class TestStack {
   // "K=V K=V ..." for a child's environment.
   std::string EnvPrefix() const;
 
+  int nats_nodes() const { return nats_nodes_; }
+  // The component name of NATS node j (1-based) for Stop/Start/Kill: "nats-<j>" in a cluster.
+  std::string NatsNode(int node) const;
+  // Node j's client URL (nats://127.0.0.1:port) and monitoring URL (http://127.0.0.1:port).
+  std::string NatsUrl(int node) const;
+  std::string NatsMonitorUrl(int node) const;
+
   // Fault injection through scripts/stack: stop, start, kill (-9) a component.
   void Stop(const std::string& component);
   void Start(const std::string& component);
@@ -48,6 +65,7 @@ class TestStack {
   std::string Stack(const std::string& args) const;
   std::string dir_;
   int base_port_ = 0;
+  int nats_nodes_ = 1;
   std::map<std::string, std::string> env_;
 };
 

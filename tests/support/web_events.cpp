@@ -1,5 +1,6 @@
 #include "tests/support/web_events.h"
 
+#include <chrono>
 #include <cstdio>
 #include <random>
 #include <sstream>
@@ -49,11 +50,20 @@ core::Status PublishRaw(core::NatsClient& client, const std::string& subject,
   return core::Status::Ok();
 }
 
-core::Status PublishEvent(core::NatsClient& client, const TestEvent& e) {
+core::OutMessage EventMessage(const TestEvent& e) {
   int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
-  return PublishRaw(client, "web.events." + e.site, EventJson(e, now_ms), e.id);
+  core::OutMessage m;
+  m.subject = "web.events." + e.site;
+  m.data = EventJson(e, now_ms);
+  m.msg_id = e.id;
+  return m;
+}
+
+core::Status PublishEvent(core::NatsClient& client, const TestEvent& e) {
+  auto m = EventMessage(e);
+  return PublishRaw(client, m.subject, m.data, m.msg_id);
 }
 
 std::vector<std::string> Query(const std::string& db_url, const std::string& sql) {

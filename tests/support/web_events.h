@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/nats_client.h"
+#include "common/nats_stream.h"
 #include "common/result.h"
 
 namespace testsupport {
@@ -26,6 +27,8 @@ std::string VisitorKey(int visitor);
 std::string VisitorIp(int visitor);
 std::string VisitorAgent(int visitor);
 std::string EventJson(const TestEvent& e, int64_t accepted_at_ms);
+// The message the edge would publish: web.events.<site>, Nats-Msg-Id = id, accepted now.
+core::OutMessage EventMessage(const TestEvent& e);
 // Publishes to web.events.<site> with Nats-Msg-Id = id and waits for the stream's ack.
 core::Status PublishEvent(core::NatsClient& client, const TestEvent& e);
 // A raw body, for malformed messages.

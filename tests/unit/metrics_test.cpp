@@ -97,3 +97,14 @@ TEST_CASE("collectors run before each exposition", "[metrics]") {
   CHECK(r.Expose().find("x_read 1\n") != std::string::npos);
   CHECK(r.Expose().find("x_read 2\n") != std::string::npos);
 }
+
+TEST_CASE("registering a family again returns it, another shape is refused", "[metrics]") {
+  core::metrics::Registry r;
+  auto& a = r.AddCounter("things_total", "Things.", {"kind"});
+  a.With({"x"}).Inc();
+  auto& b = r.AddCounter("things_total", "Things again.", {"kind"});
+  CHECK(&a == &b);
+  CHECK(b.With({"x"}).Value() == 1);
+  CHECK_THROWS(r.AddGauge("things_total", "Things.", {"kind"}));
+  CHECK_THROWS(r.AddCounter("things_total", "Things.", {"other"}));
+}

@@ -1,18 +1,27 @@
-// libFuzzer target for the OTLP protobuf decoder (metricswriter/otlp_proto.h). Build with clang:
+// libFuzzer targets for both OTLP decoders: metricswriter_fuzz_json (metricswriter/otlp_json.h)
+// and metricswriter_fuzz_proto (otlp_proto.h, this file built with MW_FUZZ_PROTO). Build with
+// clang:
 //   cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DMW_FUZZ=ON \
 //     -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined"
-//   ninja -C build-fuzz metricswriter_fuzz_proto
-//   build-fuzz/metricswriter/metricswriter_fuzz_proto -max_total_time=300 \
+//   ninja -C build-fuzz metricswriter_fuzz_json metricswriter_fuzz_proto
+//   build-fuzz/metricswriter/metricswriter_fuzz_json -max_total_time=300 \
 //     tests/metricswriter/corpus/captures
 // Crashing inputs found go to tests/metricswriter/fuzz/ and are replayed by the unit tests.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
+#include "metricswriter/otlp_json.h"
 #include "metricswriter/otlp_proto.h"
 
+#if defined(MW_FUZZ_PROTO)
+using Decoder = mw::ProtoDecoder;
+#else
+using Decoder = mw::JsonDecoder;
+#endif
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static mw::ProtoDecoder decoder;
+  static Decoder decoder;
   static mw::Batch batch;
   std::string_view body(reinterpret_cast<const char*>(data), size);
   if (decoder.Decode(body, &batch).ok()) {

@@ -1,0 +1,179 @@
+#include "common/lease_keeper.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "common/timefmt.h"
+#include "common/topology.h"
+
+namespace core {
+
+namespace {
+constexpr std::chrono::milliseconds kIdle{100};
+}
+
+LeaseKeeper::LeaseKeeper(NatsClient& nats, std::string key, LeaseHolder self,
+                         metrics::Registry& registry)
+    : nats_(nats),
+      key_(std::move(key)),
+      self_(std::move(self)),
+      leader_gauge_(registry
+                        .AddGauge(key_ + "_leader",
+                                  "1 while this instance holds the " + key_ +
+                                      " lease in the KV bucket locks and may consume, else 0")
+                        .Get()),
+      changes_(registry
+                   .AddCounter(key_ + "_leadership_changes_total",
+                               "Times this instance gained or lost the lease (counts reset "
+                               "when the process restarts)")
+                   .Get()),
+      decision_(LeaseTiming{}) {}
+
+LeaseHolder ThisProcessHolder(const std::string& instance) {
+  LeaseHolder h;
+  h.instance = instance;
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = 0;
+  h.host = host[0] ? host : "unknown";
+  h.pid = getpid();
+  h.started_unix_ms = NowUnixNs() / 1'000'000;
+  return h;
+}
+
+LeaseKeeper::~LeaseKeeper() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // Only a lease still inside its own deadline is deleted: then nobody else can hold it.
+  std::lock_guard lock(mu_);
+  if (bucket_ && decision_.Leads(LeaseClock::now())) {
+    if (auto st = bucket_->Delete(key_); st) {
+      spdlog::info("released the {} lease", key_);
+    } else {
+      spdlog::warn("could not release the {} lease (it expires by itself): {}", key_,
+                   st.error().message);
+    }
+  }
+  decision_.Resign();
+  decision_.TakeChange();
+  leader_gauge_.Set(0);
+}
+
+void LeaseKeeper::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+bool LeaseKeeper::WaitForLeadership(StopFlag& stop) {
+  std::unique_lock lock(mu_);
+  while (!decision_.Leads(LeaseClock::now())) {
+    if (stop.stopping()) return false;
+    cv_.wait_for(lock, kIdle);
+  }
+  return !stop.stopping();
+}
+
+void LeaseKeeper::BindTerm(StopFlag* term) {
+  std::lock_guard lock(mu_);
+  term_ = term;
+  if (term_ == nullptr) return;
+  if (decision_.Leads(LeaseClock::now())) {
+    term_->ExtendDeadline(decision_.valid_until());
+  } else {
+    term_->Expire();
+  }
+}
+
+bool LeaseKeeper::Leads() const {
+  std::lock_guard lock(mu_);
+  return decision_.Leads(LeaseClock::now());
+}
+
+void LeaseKeeper::Apply(LeaseDecision::Change change) {
+  if (change == LeaseDecision::Change::kGained) {
+    spdlog::info("leads: took the {} lease as {}", key_, self_.Describe());
+    leader_gauge_.Set(1);
+    changes_.Inc();
+    cv_.notify_all();
+  } else if (change == LeaseDecision::Change::kLost) {
+    spdlog::warn("lost the {} lease: stopping at once, releasing what is held", key_);
+    leader_gauge_.Set(0);
+    changes_.Inc();
+    if (term_) term_->Expire();
+  }
+}
+
+void LeaseKeeper::Loop() {
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    auto now = LeaseClock::now();
+    if (!bucket_) {
+      lock.unlock();
+      auto b = KvBucket::Bind(nats_, topology::kLocksBucket);
+      lock.lock();
+      std::string why;
+      if (b) {
+        // The bucket's max age is the server's side of the lease: time ours by it, not by
+        // the configuration, so the two cannot disagree.
+        auto ttl = (*b)->Ttl();
+        if (!ttl) {
+          why = ttl.error().message;
+        } else if (ttl->count() <= 0) {
+          why =
+              "the bucket keeps values forever (no TTL): a lease could never expire; run "
+              "platformctl init";
+        } else {
+          decision_ = LeaseDecision(LeaseTiming::ForTtl(*ttl));
+          bucket_ = std::move(*b);
+          spdlog::info("lease {}: TTL {} ms (the bucket's max age)", key_, ttl->count());
+          continue;
+        }
+      } else {
+        why = b.error().message;
+      }
+      {
+        spdlog::warn("lease: cannot use the KV bucket {} yet: {}", topology::kLocksBucket, why);
+        cv_.wait_for(lock, std::chrono::seconds(2), [this] { return stop_; });
+        continue;
+      }
+    }
+    auto action = decision_.Next(now);
+    Apply(decision_.TakeChange());
+    if (action.op == LeaseDecision::Op::kCreate) {
+      LeaseHolder h = self_;
+      h.acquired_unix_ms = NowUnixNs() / 1'000'000;
+      std::string value = h.ToJson();
+      lock.unlock();
+      auto r = bucket_->Create(key_, value);
+      lock.lock();
+      if (r) {
+        self_ = h;  // renewals keep this acquisition time
+        decision_.OnCreated(now, *r);
+        if (term_) term_->ExtendDeadline(decision_.valid_until());
+      } else {
+        if (r.error().kind != ErrorKind::kPermanent) {
+          spdlog::debug("lease: create failed: {}", r.error().message);
+        }
+        decision_.OnCreateRefused(LeaseClock::now());
+      }
+    } else if (action.op == LeaseDecision::Op::kRenew) {
+      std::string value = self_.ToJson();
+      lock.unlock();
+      auto r = bucket_->Update(key_, value, action.revision);
+      lock.lock();
+      if (r) {
+        decision_.OnRenewed(now, *r);
+        if (term_ && decision_.leader()) term_->ExtendDeadline(decision_.valid_until());
+      } else {
+        spdlog::warn("lease: renewal of {} failed: {}", key_, r.error().message);
+        decision_.OnRenewFailed(LeaseClock::now());
+      }
+    }
+    Apply(decision_.TakeChange());
+    cv_.wait_for(lock, kIdle, [this] { return stop_; });
+  }
+}
+
+}  // namespace core

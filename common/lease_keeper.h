@@ -1,0 +1,66 @@
+// Keeps this instance's leadership lease in the KV bucket `locks` (decisions in lease.h).
+//
+// One background thread takes, renews and (on destruction) gives up the lease. A service runs
+// one leadership term at a time: WaitForLeadership(), then a StopFlag bound with BindTerm()
+// for the term's work; the flag's deadline follows the lease's validity and is brought to now
+// the moment the lease is lost (StopFlag::expired() then tells a lost lease from SIGTERM), so
+// the work stops even if this thread is stuck.
+// Ownership: borrows the NatsClient and the Registry (both outlive the keeper); owns its thread
+// and KV handle. Thread-safety: every public method may be called from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/lease.h"
+#include "common/metrics.h"
+#include "common/nats_client.h"
+#include "common/nats_kv.h"
+#include "common/stop_signal.h"
+
+namespace core {
+
+// This process as a lease holder (host name, pid, start time = now).
+LeaseHolder ThisProcessHolder(const std::string& instance);
+
+class LeaseKeeper {
+ public:
+  // `key`: the service's name in `locks`; metrics are `<key>_leader` and
+  // `<key>_leadership_changes_total`.
+  // The lease's timing comes from the bucket's TTL, read when the keeper binds it.
+  LeaseKeeper(NatsClient& nats, std::string key, LeaseHolder self, metrics::Registry& registry);
+  ~LeaseKeeper();  // stops the thread; a valid lease is deleted so a follower takes over now
+  LeaseKeeper(const LeaseKeeper&) = delete;
+  LeaseKeeper& operator=(const LeaseKeeper&) = delete;
+
+  void Start();
+  // Blocks until this instance leads (true) or `stop` is requested (false).
+  bool WaitForLeadership(StopFlag& stop);
+  // Ties `term` to the current lease (see above); nullptr unties. The flag must stay alive
+  // until it is untied.
+  void BindTerm(StopFlag* term);
+  bool Leads() const;
+
+ private:
+  void Loop();
+  void Apply(LeaseDecision::Change change);  // mu_ held
+
+  NatsClient& nats_;
+  const std::string key_;
+  LeaseHolder self_;
+  metrics::Gauge& leader_gauge_;
+  metrics::Counter& changes_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  LeaseDecision decision_;
+  StopFlag* term_ = nullptr;
+  bool stop_ = false;
+  std::unique_ptr<KvBucket> bucket_;  // keeper thread only
+  std::thread thread_;
+};
+
+}  // namespace core

@@ -1,0 +1,215 @@
+#include "platformctl/dlq_cli.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "common/nats_client.h"
+#include "common/stop_signal.h"
+#include "platformctl/dlq_run.h"
+#include "platformctl/erase.h"
+
+namespace platformctl {
+namespace {
+
+constexpr const char* kDlqExitCodes =
+    "Exit codes: 0 done; 1 partly done (something skipped or failed, or the run was "
+    "interrupted: the rest is still in the DLQ); 2 usage or configuration error; 3 cannot reach "
+    "NATS; 4 purge without --yes (it only said what it would erase).";
+
+constexpr const char* kSelectionHelp =
+    "Selection (combined with AND): --all, --from/--to (a DLQ sequence or an RFC 3339 time, "
+    "inclusive), --key (site id for web, tenant id for api), --reason (case-insensitive "
+    "substring). replay and purge refuse to run without one.";
+
+struct SelectionOptions {
+  bool all = false;
+  std::string from, to, key, reason;
+  CLI::Option *from_opt = nullptr, *to_opt = nullptr, *key_opt = nullptr, *reason_opt = nullptr;
+
+  void AddTo(CLI::App* cmd) {
+    cmd->add_flag("--all", all, "Every message (up to the last one when the run starts)");
+    from_opt = cmd->add_option("--from", from, "From this DLQ sequence or time (inclusive)");
+    to_opt = cmd->add_option("--to", to, "Up to this DLQ sequence or time (inclusive)");
+    key_opt = cmd->add_option("--key", key, "Only this site id (web) or tenant id (api)");
+    reason_opt =
+        cmd->add_option("--reason", reason, "Only reasons containing this (case-insensitive)");
+  }
+
+  dlq::Selection::Spec Spec() const {
+    dlq::Selection::Spec s;
+    s.all = all;
+    if (from_opt->count() > 0) s.from = from;
+    if (to_opt->count() > 0) s.to = to;
+    if (key_opt->count() > 0) s.key = key;
+    if (reason_opt->count() > 0) s.reason = reason;
+    return s;
+  }
+};
+
+}  // namespace
+
+struct DlqCommands::Options {
+  CLI::App* dlq = nullptr;
+  CLI::App* list = nullptr;
+  CLI::App* replay = nullptr;
+  CLI::App* purge = nullptr;
+  CLI::App* erase = nullptr;
+  std::string queue;
+  SelectionOptions list_sel, replay_sel, purge_sel;
+  bool json = false;
+  bool summary = false;
+  bool yes = false;
+  std::string rate;
+  CLI::Option* rate_opt = nullptr;
+  std::string site, visitor, tenant;
+  CLI::Option *site_opt = nullptr, *visitor_opt = nullptr, *tenant_opt = nullptr;
+};
+
+DlqCommands::DlqCommands(CLI::App& app) : o_(std::make_unique<Options>()) {
+  Options& o = *o_;
+  o.dlq = app.add_subcommand(
+      "dlq", "Dead-letter queues: list, replay to the origin stream, purge (secure erase)");
+  o.dlq->require_subcommand(1);
+  o.dlq->footer(std::string(kSelectionHelp) + "\n" + kDlqExitCodes);
+  auto queue = [&o](CLI::App* cmd) {
+    cmd->add_option("--queue", o.queue, "web (WEB_DLQ) or api (API_DLQ)")
+        ->required()
+        ->check(CLI::IsMember({"web", "api"}));
+  };
+
+  o.list = o.dlq->add_subcommand(
+      "list",
+      "One line per message: DLQ sequence, dead-lettered time, key, origin stream and "
+      "sequence, origin subject, payload size, reason. Never the payload.");
+  queue(o.list);
+  o.list_sel.AddTo(o.list);
+  o.list->add_flag("--summary", o.summary, "Counts per reason and per key instead of lines");
+  o.list->add_flag("--json", o.json, "One JSON object (a messages array, or the summary)");
+  o.list->footer(std::string(kSelectionHelp) + "\n" + kDlqExitCodes);
+
+  o.replay = o.dlq->add_subcommand(
+      "replay",
+      "Publish the selected messages back to their origin subject (payload unchanged, message "
+      "id <original>.replay.<dlq stream>.<dlq seq>, header Sa-Dlq-Replay), then securely erase "
+      "each DLQ copy once the origin stream acknowledged it. Stops at the DLQ's last sequence "
+      "when it started; Ctrl-C stops between batches, never between a publish and its erase.");
+  queue(o.replay);
+  o.replay_sel.AddTo(o.replay);
+  o.rate_opt = o.replay->add_option("--rate", o.rate,
+                                    "At most N messages per second (N or N/s), so a large replay "
+                                    "does not swamp the consumers");
+  o.replay->add_flag("--json", o.json, "The summary as one JSON object");
+  o.replay->footer(std::string(kSelectionHelp) + "\n" + kDlqExitCodes);
+
+  o.purge = o.dlq->add_subcommand(
+      "purge",
+      "Securely erase the selected messages (the stored bytes are overwritten). Without --yes: "
+      "say what would be erased and exit 4.");
+  queue(o.purge);
+  o.purge_sel.AddTo(o.purge);
+  o.purge->add_flag("--yes", o.yes, "Really erase");
+  o.purge->add_flag("--json", o.json, "The summary as one JSON object");
+  o.purge->footer(std::string(kSelectionHelp) + "\n" + kDlqExitCodes);
+
+  o.erase = app.add_subcommand(
+      "erase",
+      "Erasure request: securely erase a site's, a visitor's or a tenant's DLQ messages and "
+      "say how many (events still queued in WEB_EVENTS are erased downstream once stored)");
+  o.site_opt = o.erase->add_option("--site", o.site, "Site id: its WEB_DLQ messages");
+  o.visitor_opt = o.erase->add_option("--visitor", o.visitor,
+                                      "With --site: only the events with this visitor key");
+  o.tenant_opt = o.erase->add_option("--tenant", o.tenant, "Tenant id: its API_DLQ messages");
+  o.visitor_opt->needs(o.site_opt);
+  o.tenant_opt->excludes(o.site_opt);
+  o.erase->add_flag("--json", o.json, "The report as one JSON object");
+  o.erase->footer(kDlqExitCodes);
+}
+
+DlqCommands::~DlqCommands() = default;
+
+bool DlqCommands::Chosen() const { return o_->dlq->parsed() || o_->erase->parsed(); }
+
+int DlqCommands::Run(const core::CommonConfig& common) {
+  Options& o = *o_;
+  // Validate everything before connecting: a usage error never touches NATS.
+  std::optional<dlq::Selection> sel;
+  double rate = 0;
+  erase::Request request;
+  dlq::QueueInfo q;
+  const char* verb = o.list->parsed() ? "list" : o.replay->parsed() ? "replay" : "purge";
+  if (o.dlq->parsed()) {
+    const SelectionOptions& so = o.list->parsed()     ? o.list_sel
+                                 : o.replay->parsed() ? o.replay_sel
+                                                      : o.purge_sel;
+    auto parsed = dlq::Selection::Parse(so.Spec());
+    if (!parsed) {
+      std::cerr << "platformctl: dlq " << verb << ": " << parsed.error().message << "\n";
+      return 2;
+    }
+    if (parsed->empty() && !o.list->parsed()) {
+      std::cerr << "platformctl: dlq " << verb
+                << " needs a selection: --all, --from, --to, --key or --reason (they combine)\n";
+      return 2;
+    }
+    sel = std::move(*parsed);
+    q = dlq::InfoFor(*dlq::ParseQueue(o.queue));
+    if (o.replay->parsed() && o.rate_opt->count() > 0) {
+      auto r = dlq::ParseRate(o.rate);
+      if (!r) {
+        std::cerr << "platformctl: dlq replay: " << r.error().message << "\n";
+        return 2;
+      }
+      rate = *r;
+    }
+  } else {
+    if (o.site_opt->count() == 0 && o.tenant_opt->count() == 0) {
+      std::cerr << "platformctl: erase needs --site <id> [--visitor <key>] or --tenant <id>\n";
+      return 2;
+    }
+    request.site = o.site;
+    request.tenant = o.tenant;
+    if (o.visitor_opt->count() > 0) request.visitor = o.visitor;
+    const std::string& id = request.web() ? request.site : request.tenant;
+    if (!dlq::ValidKey(id)) {
+      std::cerr << "platformctl: erase: '" << dlq::Printable(id)
+                << "' is not a site or tenant id (one subject token: not empty, no '.', '*', "
+                   "'>' or white space)\n";
+      return 2;
+    }
+    if (request.visitor && request.visitor->empty()) {
+      std::cerr << "platformctl: erase: --visitor is empty\n";
+      return 2;
+    }
+  }
+
+  // Before the connection's threads start, so they inherit the blocked signals.
+  core::StopSignal stop;
+  core::NatsClient::Options no;
+  no.client_name = "platformctl";
+  // One answer may cover a batch of 256 erases, each synced to disk by the server.
+  no.request_timeout_ms = 10'000;
+  auto client = core::NatsClient::Connect(common, no);
+  if (!client) {
+    std::cerr << "platformctl: " << client.error().message << "\n";
+    return 3;
+  }
+  dlq::RunEnv env{**client, stop, std::cout, std::cerr,
+                  isatty(STDOUT_FILENO) == 1 && isatty(STDERR_FILENO) == 1};
+  int rc = 0;
+  if (o.list->parsed())
+    rc = dlq::RunList(env, q, *sel, o.json, o.summary);
+  else if (o.replay->parsed())
+    rc = dlq::RunReplay(env, q, *sel, rate, o.json);
+  else if (o.purge->parsed())
+    rc = dlq::RunPurge(env, q, *sel, o.yes, o.json);
+  else
+    rc = erase::RunErase(env, request, o.json);
+  std::cout.flush();
+  return rc;
+}
+
+}  // namespace platformctl

@@ -1,0 +1,161 @@
+// `platformctl dlq replay`: the run loop (see dlq_run.h). Messages are published a batch at a
+// time (one round trip for the acks of the batch), and each DLQ copy is erased only after its
+// own publish was acknowledged; a stop request is looked at between batches only.
+#include <limits>
+#include <vector>
+
+#include "common/nats_admin.h"
+#include "platformctl/dlq_run.h"
+
+namespace platformctl::dlq {
+namespace {
+
+using core::ErrorKind;
+using Clock = std::chrono::steady_clock;
+
+// The origin stream as the server has it now; nullopt when it does not exist.
+core::Result<std::optional<OriginStream>> ReadOrigin(core::NatsClient& client, const QueueInfo& q) {
+  auto settings = core::nats_admin::ReadSettings(client, q.origin_stream);
+  if (!settings) return settings.error();
+  if (!*settings) return std::optional<OriginStream>();
+  return std::optional<OriginStream>(OriginStream{q.origin_stream, (*settings)->subjects});
+}
+
+class PublishBatch {
+ public:
+  PublishBatch(RunEnv& env, const QueueInfo& q, core::nats_dlq::BatchPublisher& publisher,
+               RunSummary& summary)
+      : env_(env), q_(q), publisher_(publisher), summary_(summary) {}
+
+  size_t size() const { return seqs_.size(); }
+  void Add(uint64_t seq, core::OutMessage out) {
+    seqs_.push_back(seq);
+    outs_.push_back(std::move(out));
+  }
+
+  // Publishes what was gathered, then erases the DLQ copy of every message the origin stream
+  // acknowledged (stored now, or already from an earlier run). False when NATS stopped
+  // answering: the summary says so and the run must end.
+  bool Flush() {
+    if (seqs_.empty()) return true;
+    const core::Millis timeout(env_.client.request_timeout_ms());
+    auto acks = publisher_.PublishAll(outs_, timeout);
+    std::vector<uint64_t> stored;
+    std::vector<bool> duplicate;
+    bool keep_going = true;
+    auto stop = [&](const core::Error& e) {
+      if (e.kind == ErrorKind::kRetryable && keep_going) {
+        summary_.MarkStopped(e.message);
+        keep_going = false;
+      }
+    };
+    for (size_t i = 0; i < seqs_.size(); ++i) {
+      if (!acks[i]) {
+        summary_.Add(seqs_[i], Outcome::kFailed, "kept: " + acks[i].error().message);
+        stop(acks[i].error());
+        continue;
+      }
+      stored.push_back(seqs_[i]);
+      duplicate.push_back(acks[i]->duplicate);
+    }
+    auto erased = core::nats_dlq::EraseAll(env_.client, q_.dlq_stream, stored, timeout);
+    for (size_t i = 0; i < stored.size(); ++i) {
+      if (erased[i] || erased[i].error().kind == ErrorKind::kNotFound) {
+        summary_.Add(stored[i], duplicate[i] ? Outcome::kAlreadyThere : Outcome::kReplayed);
+        continue;
+      }
+      summary_.Add(stored[i], Outcome::kFailed,
+                   "stored on " + q_.origin_stream +
+                       " but its DLQ copy could not be erased (run again: it will be reported "
+                       "as already there and erased): " +
+                       erased[i].error().message);
+      stop(erased[i].error());
+    }
+    seqs_.clear();
+    outs_.clear();
+    return keep_going;
+  }
+
+ private:
+  RunEnv& env_;
+  const QueueInfo& q_;
+  core::nats_dlq::BatchPublisher& publisher_;
+  RunSummary& summary_;
+  std::vector<uint64_t> seqs_;
+  std::vector<core::OutMessage> outs_;
+};
+
+}  // namespace
+
+int RunReplay(RunEnv& env, const QueueInfo& q, const Selection& sel, double rate, bool json) {
+  auto origin = ReadOrigin(env.client, q);
+  if (!origin) return Fail(env, origin.error());
+  auto publisher = core::nats_dlq::BatchPublisher::Create(env.client);
+  if (!publisher) return Fail(env, publisher.error());
+  auto walk = OpenWalk(env.client, q, sel.FilterSubject(q), sel.StartSeq(), sel.StartTimeNs(),
+                       sel.EndSeq(std::numeric_limits<uint64_t>::max()), false);
+  if (!walk) return Fail(env, walk.error());
+  if (!json) {
+    env.out << "replay " << q.dlq_stream << " (" << sel.Describe() << ") to " << q.origin_stream
+            << ", up to seq " << walk->end_seq << ", the last when the run started\n";
+  }
+
+  RunSummary summary;
+  PublishBatch batch(env, q, **publisher, summary);
+  Pacer pacer(rate);
+  Progress progress(env.err, env.progress);
+  const auto start = Clock::now();
+  uint64_t looked_at = 0;
+  auto show = [&] {
+    progress.Show(ProgressLine(summary, RunKind::kReplay, q, looked_at,
+                               walk->browser->initial_pending(), SecondsSince(start)));
+  };
+  while (true) {
+    // Messages gathered but not yet published are simply left in the DLQ by a stop.
+    if (env.stop.stopping()) {
+      summary.MarkStopped(kInterrupted);
+      break;
+    }
+    auto next = walk->browser->Next();
+    if (!next) {
+      summary.MarkStopped(next.error().message);
+      break;
+    }
+    if (!*next) {
+      batch.Flush();
+      break;
+    }
+    auto& m = **next;
+    ++looked_at;
+    if (!sel.Matches(EntryOf(q, m))) continue;
+    if (auto wait = pacer.Next(Clock::now() - start); wait.count() > 0) {
+      // Paced: publish what is gathered before sleeping, so nothing waits half-done.
+      auto due = Clock::now() + wait;
+      if (!batch.Flush()) break;
+      show();
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(due - Clock::now());
+      if (left.count() > 0 && env.stop.WaitFor(left)) {
+        summary.MarkStopped(kInterrupted);
+        break;
+      }
+    }
+    ReplayPlan plan = PlanReplay(q, m.seq, m.headers, std::move(m.data), *origin);
+    if (!plan.publish) {
+      summary.Add(m.seq, Outcome::kSkipped, plan.skip_why);
+      continue;
+    }
+    batch.Add(m.seq, std::move(plan.out));
+    if (batch.size() >= kBatch) {
+      if (!batch.Flush()) break;
+      show();
+    }
+  }
+  progress.Clear();
+  if (json)
+    PrintSummaryJson(summary, RunKind::kReplay, q, sel.Describe(), walk->end_seq, env.out);
+  else
+    PrintSummaryText(summary, RunKind::kReplay, q, env.out);
+  return summary.complete() ? 0 : 1;
+}
+
+}  // namespace platformctl::dlq

@@ -1,0 +1,211 @@
+#include "platformctl/dlq_run.h"
+
+#include <limits>
+#include <vector>
+
+#include "common/nats_admin.h"
+#include "common/nats_stream.h"
+#include "platformctl/dlq_list.h"
+
+namespace platformctl::dlq {
+namespace {
+
+using core::ErrorKind;
+using core::nats_dlq::StoredMessage;
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+Entry EntryOf(const QueueInfo& q, const StoredMessage& m) {
+  return MakeEntry(q, m.seq, m.time_ns, m.subject, m.size,
+                   [&m](const char* name) { return m.Header(name); });
+}
+
+double SecondsSince(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+bool EraseBatch::Add(uint64_t seq) {
+  seqs_.push_back(seq);
+  return seqs_.size() < kBatch || Flush();
+}
+
+bool EraseBatch::Flush() {
+  if (seqs_.empty()) return true;
+  auto results = core::nats_dlq::EraseAll(env_.client, q_.dlq_stream, seqs_,
+                                          core::Millis(env_.client.request_timeout_ms()));
+  bool keep_going = true;
+  for (size_t i = 0; i < seqs_.size(); ++i) {
+    const auto& r = results[i];
+    if (r) {
+      summary_.Add(seqs_[i], Outcome::kErased);
+    } else if (r.error().kind == ErrorKind::kNotFound) {
+      summary_.Add(seqs_[i], Outcome::kGone);
+    } else {
+      summary_.Add(seqs_[i], Outcome::kFailed, "kept: " + r.error().message);
+      if (r.error().kind == ErrorKind::kRetryable && keep_going) {
+        summary_.MarkStopped(r.error().message);
+        keep_going = false;
+      }
+    }
+  }
+  seqs_.clear();
+  return keep_going;
+}
+
+Progress::Progress(std::ostream& err, bool enabled) : err_(err), enabled_(enabled) {}
+
+Progress::~Progress() { Clear(); }
+
+void Progress::Show(const std::string& line, bool force) {
+  if (!enabled_) return;
+  auto now = Clock::now();
+  if (!force && shown_ && now - last_ < std::chrono::milliseconds(250)) return;
+  last_ = now;
+  shown_ = true;
+  err_ << "\r" << line << "\x1b[K" << std::flush;
+}
+
+void Progress::Clear() {
+  if (enabled_ && shown_) err_ << "\r\x1b[K" << std::flush;
+  shown_ = false;
+}
+
+core::Result<Walk> OpenWalk(core::NatsClient& client, const QueueInfo& q,
+                            const std::string& filter_subject, uint64_t start_seq,
+                            int64_t start_time_ns, uint64_t end_seq_cap, bool headers_only) {
+  auto state = core::nats_admin::ReadStream(client, q.dlq_stream);
+  if (!state) {
+    if (state.error().kind == ErrorKind::kNotFound) {
+      return core::Error::NotFound(q.dlq_stream + " does not exist (run platformctl init)");
+    }
+    return state.error();
+  }
+  Walk w;
+  w.end_seq = std::min(state->messages == 0 ? 0 : state->last_seq, end_seq_cap);
+  core::nats_dlq::BrowseSpec spec;
+  spec.stream = q.dlq_stream;
+  spec.filter_subject = filter_subject;
+  spec.start_seq = std::max<uint64_t>(start_seq, 1);
+  spec.start_time_ns = start_time_ns;
+  spec.end_seq = w.end_seq;
+  spec.headers_only = headers_only;
+  auto b = core::nats_dlq::StreamBrowser::Open(client, spec);
+  if (!b) return b.error();
+  w.browser = std::move(*b);
+  return w;
+}
+
+int Fail(RunEnv& env, const core::Error& e) {
+  env.err << "platformctl: " << e.message << "\n";
+  return e.kind == ErrorKind::kRetryable ? 3 : 1;
+}
+
+int RunList(RunEnv& env, const QueueInfo& q, const Selection& sel, bool json, bool summary) {
+  auto walk = OpenWalk(env.client, q, sel.FilterSubject(q), sel.StartSeq(), sel.StartTimeNs(),
+                       sel.EndSeq(std::numeric_limits<uint64_t>::max()), true);
+  if (!walk) return Fail(env, walk.error());
+  std::vector<Entry> entries;
+  ListSummary counts;
+  Progress progress(env.err, env.progress);
+  uint64_t looked_at = 0;
+  while (true) {
+    if (env.stop.stopping()) {
+      progress.Clear();
+      env.err << "platformctl: " << kInterrupted << "\n";
+      return 1;
+    }
+    auto next = walk->browser->Next();
+    if (!next) {
+      progress.Clear();
+      return Fail(env, next.error());
+    }
+    if (!*next) break;
+    ++looked_at;
+    Entry e = EntryOf(q, **next);
+    if (!sel.Matches(e)) continue;
+    if (summary)
+      counts.Add(e);
+    else
+      entries.push_back(std::move(e));
+    progress.Show("reading " + q.dlq_stream + ": " + std::to_string(looked_at) + " of at most " +
+                  std::to_string(walk->browser->initial_pending()));
+  }
+  progress.Clear();
+  if (summary) {
+    if (json)
+      counts.PrintJson(q, env.out);
+    else
+      counts.PrintText(q, env.out);
+  } else if (json) {
+    PrintListJson(entries, q, env.out);
+  } else {
+    PrintListText(entries, q, env.out);
+  }
+  return 0;
+}
+
+int RunPurge(RunEnv& env, const QueueInfo& q, const Selection& sel, bool yes, bool json) {
+  auto walk = OpenWalk(env.client, q, sel.FilterSubject(q), sel.StartSeq(), sel.StartTimeNs(),
+                       sel.EndSeq(std::numeric_limits<uint64_t>::max()), true);
+  if (!walk) return Fail(env, walk.error());
+  if (yes && !json) {
+    env.out << "purge " << q.dlq_stream << " (" << sel.Describe() << ") up to seq " << walk->end_seq
+            << ", the last when the run started\n";
+  }
+
+  RunSummary summary;
+  EraseBatch eraser(env, q, summary);
+  ListSummary would;
+  Progress progress(env.err, env.progress);
+  const auto start = Clock::now();
+  uint64_t looked_at = 0;
+  while (true) {
+    if (env.stop.stopping()) {
+      summary.MarkStopped(kInterrupted);
+      break;
+    }
+    auto next = walk->browser->Next();
+    if (!next) {
+      summary.MarkStopped(next.error().message);
+      break;
+    }
+    if (!*next) break;
+    ++looked_at;
+    Entry e = EntryOf(q, **next);
+    if (!sel.Matches(e)) continue;
+    if (!yes) {
+      would.Add(e);
+      continue;
+    }
+    if (!eraser.Add(e.seq)) break;
+    progress.Show(ProgressLine(summary, RunKind::kPurge, q, looked_at,
+                               walk->browser->initial_pending(), SecondsSince(start)));
+  }
+  if (!summary.stopped()) eraser.Flush();
+  progress.Clear();
+  if (!yes) {
+    if (summary.stopped()) {
+      env.err << "platformctl: " << *summary.stopped() << "\n";
+      return 1;
+    }
+    if (json) {
+      would.PrintJson(q, env.out);
+    } else {
+      env.out << "would purge (securely erase) from " << q.dlq_stream << ", up to seq "
+              << walk->end_seq << ":\n";
+      would.PrintText(q, env.out);
+      env.out << "nothing was erased: run the same command with --yes to erase "
+              << (would.count() == 1 ? "it" : "them") << " (exit code " << kExitNotConfirmed
+              << ")\n";
+    }
+    return kExitNotConfirmed;
+  }
+  if (json)
+    PrintSummaryJson(summary, RunKind::kPurge, q, sel.Describe(), walk->end_seq, env.out);
+  else
+    PrintSummaryText(summary, RunKind::kPurge, q, env.out);
+  return summary.complete() ? 0 : 1;
+}
+
+}  // namespace platformctl::dlq

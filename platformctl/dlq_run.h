@@ -1,0 +1,98 @@
+// `platformctl dlq list|replay|purge` against NATS: walks a DLQ (common/nats_dlq), applies the
+// selection and the decisions (dlq_select, dlq_replay), publishes and erases.
+//
+// Runs on the calling thread. The NatsClient and the StopFlag are borrowed. Publishes and erases
+// go out in batches of pipelined requests (kBatch); a stop request is looked at between batches
+// only, so a message that was published is always erased (or reported failed) before the run
+// stops, and messages gathered for a batch that was not sent yet stay untouched in the DLQ.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common/nats_client.h"
+#include "common/nats_dlq.h"
+#include "common/result.h"
+#include "common/stop_signal.h"
+#include "platformctl/dlq_replay.h"
+#include "platformctl/dlq_select.h"
+
+namespace platformctl::dlq {
+
+// Exit code of purge without --yes: it only said what it would do (0-3 as for every command).
+inline constexpr int kExitNotConfirmed = 4;
+
+struct RunEnv {
+  core::NatsClient& client;
+  core::StopFlag& stop;  // read between messages; WaitFor() paces
+  std::ostream& out;
+  std::ostream& err;
+  bool progress = false;  // stdout and stderr are a terminal
+};
+
+int RunList(RunEnv& env, const QueueInfo& q, const Selection& sel, bool json, bool summary);
+int RunReplay(RunEnv& env, const QueueInfo& q, const Selection& sel, double rate, bool json);
+int RunPurge(RunEnv& env, const QueueInfo& q, const Selection& sel, bool yes, bool json);
+
+// Shared with `platformctl erase`.
+
+// A walk over a DLQ up to its last sequence at the time of the call.
+struct Walk {
+  std::unique_ptr<core::nats_dlq::StreamBrowser> browser;
+  uint64_t end_seq = 0;
+};
+core::Result<Walk> OpenWalk(core::NatsClient& client, const QueueInfo& q,
+                            const std::string& filter_subject, uint64_t start_seq,
+                            int64_t start_time_ns, uint64_t end_seq_cap, bool headers_only);
+
+// Prints the error and returns the exit code for it (3 when NATS did not answer, else 1).
+int Fail(RunEnv& env, const core::Error& e);
+
+inline constexpr const char* kInterrupted = "interrupted (SIGINT/SIGTERM)";
+// Messages published or erased per round of pipelined requests.
+inline constexpr size_t kBatch = 256;
+
+Entry EntryOf(const QueueInfo& q, const core::nats_dlq::StoredMessage& m);
+double SecondsSince(std::chrono::steady_clock::time_point since);
+
+// Gathers DLQ sequences and erases them a batch at a time (purge, erase), recording each
+// outcome in the summary.
+class EraseBatch {
+ public:
+  EraseBatch(RunEnv& env, const QueueInfo& q, RunSummary& summary)
+      : env_(env), q_(q), summary_(summary) {}
+  // Adds seq; erases the batch when it is full. False when NATS stopped answering (the summary
+  // says so; the run must end).
+  bool Add(uint64_t seq);
+  bool Flush();
+
+ private:
+  RunEnv& env_;
+  const QueueInfo& q_;
+  RunSummary& summary_;
+  std::vector<uint64_t> seqs_;
+};
+
+// A progress line on stderr, rewritten in place at most a few times a second; nothing when
+// disabled.
+class Progress {
+ public:
+  Progress(std::ostream& err, bool enabled);
+  ~Progress();  // clears the line
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  void Show(const std::string& line, bool force = false);
+  void Clear();
+
+ private:
+  std::ostream& err_;
+  bool enabled_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+}  // namespace platformctl::dlq

@@ -1,0 +1,89 @@
+#include "platformctl/erase.h"
+
+#include <limits>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace platformctl::erase {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string Who(const Request& r) {
+  if (!r.web()) return "tenant " + dlq::Printable(r.tenant);
+  std::string s = "site " + dlq::Printable(r.site);
+  if (r.visitor) s += ", visitor " + dlq::Printable(*r.visitor);
+  return s;
+}
+
+}  // namespace
+
+int RunErase(dlq::RunEnv& env, const Request& r, bool json) {
+  const dlq::QueueInfo q = dlq::InfoFor(r.web() ? dlq::Queue::kWeb : dlq::Queue::kApi);
+  // A tenant's messages all sit under its key; a site's may also sit under _invalid (see
+  // erase_match.h), so the whole web DLQ is read.
+  const std::string filter = r.web() ? q.dlq_prefix + "*" : q.dlq_prefix + r.tenant;
+  auto walk = dlq::OpenWalk(env.client, q, filter, 1, 0, std::numeric_limits<uint64_t>::max(),
+                            /*headers_only=*/!r.web());
+  if (!walk) return dlq::Fail(env, walk.error());
+
+  dlq::RunSummary summary;
+  dlq::EraseBatch eraser(env, q, summary);
+  dlq::Progress progress(env.err, env.progress);
+  const auto start = Clock::now();
+  uint64_t looked_at = 0;
+  while (true) {
+    if (env.stop.stopping()) {
+      summary.MarkStopped(dlq::kInterrupted);
+      break;
+    }
+    auto next = walk->browser->Next();
+    if (!next) {
+      summary.MarkStopped(next.error().message);
+      break;
+    }
+    if (!*next) break;
+    ++looked_at;
+    const auto& m = **next;
+    std::string_view key = std::string_view(m.subject).substr(q.dlq_prefix.size());
+    Match match = Matches(r, key, m.data);
+    if (match == Match::kNo) continue;
+    if (match == Match::kUnreadable) {
+      summary.Add(m.seq, dlq::Outcome::kSkipped,
+                  "not JSON, so its visitor is unknown: kept (erase the whole site with "
+                  "platformctl erase --site if it must go)");
+      continue;
+    }
+    if (!eraser.Add(m.seq)) break;
+    progress.Show(dlq::ProgressLine(summary, dlq::RunKind::kErase, q, looked_at,
+                                    walk->browser->initial_pending(),
+                                    std::chrono::duration<double>(Clock::now() - start).count()));
+  }
+  if (!summary.stopped()) eraser.Flush();
+  progress.Clear();
+
+  const std::string downstream =
+      r.web() ? "events still queued in WEB_EVENTS are not touched here: the downstream erasure "
+                "(Umami) removes them once the replayer has stored them"
+              : "batches still queued in API_METRICS are not touched here: the downstream "
+                "erasure removes them once the metricswriter has stored them";
+  if (json) {
+    std::ostringstream body;
+    dlq::PrintSummaryJson(summary, dlq::RunKind::kErase, q, Who(r), walk->end_seq, body);
+    auto j = nlohmann::json::parse(body.str());
+    j["who"] = Who(r);
+    j["note"] = downstream;
+    env.out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    env.out << "erase " << Who(r) << ": " << summary.count(dlq::Outcome::kErased) << " message"
+            << (summary.count(dlq::Outcome::kErased) == 1 ? "" : "s") << " securely erased from "
+            << q.dlq_stream << " (looked at " << looked_at << ", up to seq " << walk->end_seq
+            << ")\n";
+    dlq::PrintSummaryText(summary, dlq::RunKind::kErase, q, env.out);
+    env.out << "note: " << downstream << "\n";
+  }
+  return summary.complete() ? 0 : 1;
+}
+
+}  // namespace platformctl::erase

@@ -1,0 +1,248 @@
+#include "platformctl/exporter.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+#include "common/http_server.h"
+#include "common/nats_client.h"
+#include "common/stop_signal.h"
+#include "common/timefmt.h"
+#include "platformctl/app.h"
+#include "platformctl/streams.h"
+
+namespace platformctl {
+
+using core::backlog::StreamReading;
+using core::metrics::Family;
+using core::metrics::Gauge;
+
+namespace {
+
+constexpr const char* kRead =
+    " Read from JetStream by platformctl streams --serve; jetstream_read_timestamp_seconds says "
+    "when. NaN after the stream or consumer was deleted.";
+
+std::string H(const char* text) { return std::string(text) + kRead; }
+
+double Seconds(int64_t unix_ns) { return unix_ns > 0 ? static_cast<double>(unix_ns) / 1e9 : 0; }
+
+const std::vector<std::string> kStream = {"stream"};
+const std::vector<std::string> kConsumer = {"stream", "consumer"};
+
+}  // namespace
+
+StreamGauges::StreamGauges(core::metrics::Registry& r)
+    : messages_(r.AddGauge("jetstream_stream_messages",
+                           H("Messages held by the stream (pending and unacked together)."),
+                           kStream)),
+      bytes_(r.AddGauge("jetstream_stream_bytes", H("Bytes held by the stream."), kStream)),
+      first_seq_(r.AddGauge("jetstream_stream_first_seq", H("Sequence of the oldest message held."),
+                            kStream)),
+      last_seq_(r.AddGauge("jetstream_stream_last_seq",
+                           H("Sequence of the newest message stored: only rises, so rate() over "
+                             "it is the in-rate."),
+                           kStream)),
+      removed_(r.AddGauge("jetstream_stream_removed_messages",
+                          H("Messages removed since the stream began: last_seq minus messages "
+                            "held (on a work queue, acknowledged; also expired or erased). Only "
+                            "rises, so rate() over it is the out-rate."),
+                          kStream)),
+      oldest_ts_(r.AddGauge("jetstream_stream_oldest_message_timestamp_seconds",
+                            H("Unix time the oldest held message was stored (0 when empty)."),
+                            kStream)),
+      oldest_age_(r.AddGauge("jetstream_stream_oldest_message_age_seconds",
+                             H("Backlog age: reading time minus the oldest held message's time "
+                               "(0 when empty). Exists with no consumer running."),
+                             kStream)),
+      consumer_count_(
+          r.AddGauge("jetstream_stream_consumers", H("Consumers on the stream."), kStream)),
+      pending_(r.AddGauge("jetstream_consumer_pending",
+                          H("Messages not yet delivered to the consumer (never added to unacked)."),
+                          kConsumer)),
+      unacked_(r.AddGauge("jetstream_consumer_unacked",
+                          H("Messages delivered and waiting for an ack."), kConsumer)),
+      max_ack_pending_(r.AddGauge("jetstream_consumer_max_ack_pending",
+                                  H("The consumer's limit of unacked messages (-1 unlimited); "
+                                    "unacked at this limit is a saturated consumer."),
+                                  kConsumer)),
+      redelivered_(r.AddGauge("jetstream_consumer_redelivered",
+                              H("Unacked messages delivered more than once."), kConsumer)),
+      delivered_seq_(r.AddGauge("jetstream_consumer_delivered_consumer_seq",
+                                H("Consumer sequence of the last delivery (rises with every "
+                                  "delivery, redeliveries included)."),
+                                kConsumer)),
+      ack_floor_seq_(r.AddGauge("jetstream_consumer_ack_floor_consumer_seq",
+                                H("Consumer sequence below which everything is acked; it stays "
+                                  "put while acks stop (a lower bound when acks come out of "
+                                  "order)."),
+                                kConsumer)),
+      last_delivered_ts_(r.AddGauge("jetstream_consumer_last_delivered_timestamp_seconds",
+                                    H("Unix time of the consumer's last delivery (0 = never)."),
+                                    kConsumer)),
+      last_ack_ts_(r.AddGauge("jetstream_consumer_last_ack_floor_timestamp_seconds",
+                              H("Unix time the ack floor last moved (0 = never)."), kConsumer)),
+      waiting_pulls_(r.AddGauge("jetstream_consumer_waiting_pulls",
+                                H("Pull requests waiting: a consumer asking for more."),
+                                kConsumer)),
+      read_ts_(r.AddGauge("jetstream_read_timestamp_seconds",
+                          "Unix time of the last successful reading of JetStream (0 = none yet).")
+                   .Get()),
+      read_seconds_(r.AddGauge("jetstream_read_duration_seconds",
+                               "How long the last successful reading of every stream took.")
+                        .Get()),
+      read_ok_(r.AddGauge("jetstream_read_ok",
+                          "1 when the last attempt to read JetStream succeeded, 0 when it failed.")
+                   .Get()),
+      read_failures_(r.AddCounter("jetstream_read_failures_total",
+                                  "Failed readings of JetStream. Counts since this process "
+                                  "started (resets on restart).")
+                         .Get()) {
+  for (auto* f : {&messages_, &bytes_, &first_seq_, &last_seq_, &removed_, &oldest_ts_,
+                  &oldest_age_, &consumer_count_})
+    all_.emplace_back(f, false);
+  for (auto* f : {&pending_, &unacked_, &max_ack_pending_, &redelivered_, &delivered_seq_,
+                  &ack_floor_seq_, &last_delivered_ts_, &last_ack_ts_, &waiting_pulls_})
+    all_.emplace_back(f, true);
+}
+
+void StreamGauges::Record(const std::vector<StreamReading>& readings, double read_seconds) {
+  std::lock_guard lock(mu_);
+  std::set<Key> streams;
+  std::set<Key> consumers;
+  int64_t read_at = 0;
+  for (const auto& r : readings) {
+    const Key s{r.name};
+    streams.insert(s);
+    read_at = std::max(read_at, r.read_at_ns);
+    auto view = core::backlog::Compute(std::nullopt, r);
+    messages_.With(s).Set(static_cast<double>(r.messages));
+    bytes_.With(s).Set(static_cast<double>(r.bytes));
+    first_seq_.With(s).Set(static_cast<double>(r.first_seq));
+    last_seq_.With(s).Set(static_cast<double>(r.last_seq));
+    removed_.With(s).Set(r.last_seq > r.messages ? static_cast<double>(r.last_seq - r.messages)
+                                                 : 0);
+    oldest_ts_.With(s).Set(view.oldest_ns ? Seconds(*view.oldest_ns) : 0);
+    oldest_age_.With(s).Set(view.oldest_age_seconds.value_or(0));
+    consumer_count_.With(s).Set(static_cast<double>(r.consumers.size()));
+    for (const auto& c : r.consumers) {
+      const Key k{r.name, c.name};
+      consumers.insert(k);
+      pending_.With(k).Set(static_cast<double>(c.pending));
+      unacked_.With(k).Set(static_cast<double>(c.unacked));
+      max_ack_pending_.With(k).Set(static_cast<double>(c.max_ack_pending));
+      redelivered_.With(k).Set(static_cast<double>(c.redelivered));
+      delivered_seq_.With(k).Set(static_cast<double>(c.delivered_seq));
+      ack_floor_seq_.With(k).Set(static_cast<double>(c.ack_floor_seq));
+      last_delivered_ts_.With(k).Set(Seconds(c.last_delivered_ns));
+      last_ack_ts_.With(k).Set(Seconds(c.last_acked_ns));
+      waiting_pulls_.With(k).Set(static_cast<double>(c.waiting_pulls));
+    }
+  }
+  std::set<Key> gone_streams;
+  std::set<Key> gone_consumers;
+  for (const auto& s : streams_seen_)
+    if (!streams.count(s)) gone_streams.insert(s);
+  for (const auto& c : consumers_seen_)
+    if (!consumers.count(c)) gone_consumers.insert(c);
+  Blank(gone_streams, gone_consumers);
+  streams_seen_.insert(streams.begin(), streams.end());
+  consumers_seen_.insert(consumers.begin(), consumers.end());
+  if (read_at == 0) read_at = core::NowUnixNs();  // no streams at all: the reading still counts
+  last_read_ns_ = read_at;
+  read_ts_.Set(Seconds(read_at));
+  read_seconds_.Set(read_seconds);
+  read_ok_.Set(1);
+}
+
+void StreamGauges::Blank(const std::set<Key>& gone_streams, const std::set<Key>& gone_consumers) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (auto& [family, per_consumer] : all_) {
+    for (const auto& k : per_consumer ? gone_consumers : gone_streams) family->With(k).Set(nan);
+  }
+}
+
+void StreamGauges::RecordFailure() {
+  std::lock_guard lock(mu_);
+  read_ok_.Set(0);
+  read_failures_.Inc();
+}
+
+int64_t StreamGauges::last_read_ns() const {
+  std::lock_guard lock(mu_);
+  return last_read_ns_;
+}
+
+int ServeStreams(const core::CommonConfig& common, const ExporterOptions& options) {
+  // A service logs at the configured level (platformctl's commands quieten "info" to "warn").
+  spdlog::set_level(spdlog::level::from_str(common.log_level));
+  core::StopSignal stop;  // before the NATS connection starts its threads
+  core::NatsClient::Options o;
+  o.client_name = "platformctl-exporter@" + common.instance;
+  o.retry_first_connect = true;  // a long-running service: wait for NATS like the others do
+  auto client = core::NatsClient::Connect(common, o);
+  if (!client) {
+    spdlog::critical("{}", client.error().message);
+    return kExitNoNats;
+  }
+  core::NatsClient& nats = **client;
+
+  core::metrics::Registry registry;
+  StreamGauges gauges(registry);
+  std::mutex read_mu;    // one reading at a time, even with concurrent scrapes
+  bool failing = false;  // guarded by read_mu: log when readings start and stop failing
+  auto read_once = [&]() {
+    std::lock_guard lock(read_mu);
+    auto start = std::chrono::steady_clock::now();
+    auto readings = ReadStreams(nats, options.only);
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!readings) {
+      if (!failing) spdlog::warn("cannot read JetStream: {}", readings.error().message);
+      failing = true;
+      gauges.RecordFailure();
+      return;
+    }
+    if (failing) spdlog::info("reading JetStream again");
+    failing = false;
+    gauges.Record(*readings, took);
+  };
+  const bool per_scrape = options.interval.count() == 0;
+  if (per_scrape) registry.AddCollector(read_once);
+
+  // Healthy while readings are fresh: three missed periods (or 30 s, whichever is longer) mean
+  // JetStream stopped answering us. Per scrape there is no period: the connection decides.
+  const auto stale_after_ns = std::max<int64_t>(3 * options.interval.count(), 30'000) * 1'000'000;
+  core::MetricsServer server(registry, [&]() {
+    core::Health h;
+    if (per_scrape) {
+      h.ok = nats.Connected();
+      h.detail = std::string("nats: ") + (h.ok ? "connected" : "not connected") + "\n";
+      return h;
+    }
+    int64_t last = gauges.last_read_ns();
+    h.ok = last > 0 && core::NowUnixNs() - last < stale_after_ns;
+    h.detail = last > 0 ? "last reading " + core::FormatRfc3339(last) + "\n" : "no reading yet\n";
+    return h;
+  });
+  if (auto st = server.Start(options.listen); !st) {
+    spdlog::critical("--serve {}: {}", options.listen, st.error().message);
+    return kExitUsage;
+  }
+  spdlog::info(
+      "serving JetStream stream and consumer gauges on {} ({})", options.listen,
+      per_scrape ? "read on every scrape" : "read every " + core::FormatDuration(options.interval));
+  if (per_scrape) {
+    while (!stop.WaitFor(std::chrono::seconds(1))) {
+    }
+  } else {
+    do {
+      read_once();
+    } while (!stop.WaitFor(options.interval));
+  }
+  server.Stop();
+  return kExitOk;
+}
+
+}  // namespace platformctl

@@ -1,0 +1,83 @@
+// platformctl streams --serve: JetStream's own stream and consumer numbers as Prometheus gauges.
+//
+// Why a separate exporter: the alert rules need the backlog age, held messages and ack activity
+// even when no replayer or metricswriter runs (a stopped consumer exports nothing), so these
+// numbers come from JetStream, read by this process on a timer or on every scrape.
+//
+// StreamGauges is pure (no I/O): it turns readings into gauge values, so tests feed it readings
+// they built. ServeStreams owns the NATS connection, the reading loop and the HTTP endpoint.
+// Ownership: StreamGauges borrows the Registry, which must outlive it. Threads: Record() and
+// RecordFailure() may be called from any thread (they serialise on a mutex); ServeStreams runs
+// on platformctl's main thread until SIGTERM/SIGINT.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/backlog.h"
+#include "common/config.h"
+#include "common/metrics.h"
+
+namespace platformctl {
+
+struct ExporterOptions {
+  std::string listen;             // host:port of /metrics and /healthz
+  std::vector<std::string> only;  // stream names; empty = every stream on the server
+  core::Millis interval{10'000};  // between readings; 0 = one reading per scrape
+};
+
+class StreamGauges {
+ public:
+  explicit StreamGauges(core::metrics::Registry& registry);
+
+  // One successful reading of every stream. A stream or consumer seen before but absent now
+  // (deleted) reads NaN: the registry cannot drop a series, and a stale number would lie.
+  void Record(const std::vector<core::backlog::StreamReading>& readings, double read_seconds);
+  void RecordFailure();
+
+  // Unix ns of the last successful reading (0 = none yet).
+  int64_t last_read_ns() const;
+
+ private:
+  using Key = std::vector<std::string>;  // {stream} or {stream, consumer}
+  void Blank(const std::set<Key>& gone_streams, const std::set<Key>& gone_consumers);
+
+  mutable std::mutex mu_;
+  int64_t last_read_ns_ = 0;
+  std::set<Key> streams_seen_;
+  std::set<Key> consumers_seen_;
+  std::vector<std::pair<core::metrics::Family<core::metrics::Gauge>*, bool>> all_;  // per_consumer
+
+  core::metrics::Family<core::metrics::Gauge>& messages_;
+  core::metrics::Family<core::metrics::Gauge>& bytes_;
+  core::metrics::Family<core::metrics::Gauge>& first_seq_;
+  core::metrics::Family<core::metrics::Gauge>& last_seq_;
+  core::metrics::Family<core::metrics::Gauge>& removed_;
+  core::metrics::Family<core::metrics::Gauge>& oldest_ts_;
+  core::metrics::Family<core::metrics::Gauge>& oldest_age_;
+  core::metrics::Family<core::metrics::Gauge>& consumer_count_;
+  core::metrics::Family<core::metrics::Gauge>& pending_;
+  core::metrics::Family<core::metrics::Gauge>& unacked_;
+  core::metrics::Family<core::metrics::Gauge>& max_ack_pending_;
+  core::metrics::Family<core::metrics::Gauge>& redelivered_;
+  core::metrics::Family<core::metrics::Gauge>& delivered_seq_;
+  core::metrics::Family<core::metrics::Gauge>& ack_floor_seq_;
+  core::metrics::Family<core::metrics::Gauge>& last_delivered_ts_;
+  core::metrics::Family<core::metrics::Gauge>& last_ack_ts_;
+  core::metrics::Family<core::metrics::Gauge>& waiting_pulls_;
+  core::metrics::Gauge& read_ts_;
+  core::metrics::Gauge& read_seconds_;
+  core::metrics::Gauge& read_ok_;
+  core::metrics::Counter& read_failures_;
+};
+
+// Connects with the shared configuration (retrying until NATS answers), serves /metrics and
+// /healthz on options.listen and reads JetStream until SIGTERM/SIGINT. Returns an exit code
+// (kExitOk, kExitUsage when the endpoint cannot listen).
+int ServeStreams(const core::CommonConfig& common, const ExporterOptions& options);
+
+}  // namespace platformctl

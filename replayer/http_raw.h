@@ -1,0 +1,73 @@
+// HTTP/1.1 over plain TCP for http:// URLs, driven by the HTTP pool's epoll set.
+//
+// Why not libcurl for these: a send costs libcurl about 50 µs of CPU here (75 µs with 128
+// transfers under way, its connection cache is scanned per request), three times the socket
+// calls themselves; at thousands of sends a second that CPU is taken from Umami and NATS on the
+// same machine. https:// URLs still go through libcurl (see http_pool.cpp).
+//
+// Adapter: sockets only. Ownership: owns its connections and the requests in flight on them.
+// Not thread-safe: used by the pool on the engine thread only. Keep-alive connections are
+// reused newest first and closed after 4 s idle, before Node's (Umami's) 5 s keep-alive
+// timeout can close them under a request; a request whose reused connection ends before any
+// byte of an answer is sent once more on a new connection, as libcurl does.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "replayer/http_pool.h"
+
+namespace replayer {
+
+class RawHttp {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  static constexpr uint64_t kEpollTag = 1ULL << 40;  // marks this client's fds in epoll data
+
+  explicit RawHttp(int epfd);  // borrows the epoll set
+  ~RawHttp();
+  RawHttp(const RawHttp&) = delete;
+  RawHttp& operator=(const RawHttp&) = delete;
+
+  // `request.url` starts with http://. An answer (or error) always follows in TakeDone().
+  void Submit(HttpRequest request, TimePoint now);
+  void OnEvent(int fd, uint32_t events, TimePoint now);
+  // Ends requests past their timeout and closes connections idle too long.
+  void Expire(TimePoint now);
+  std::optional<TimePoint> NextDeadline() const;
+  // Moves the finished requests' responses to `out`.
+  void TakeDone(std::vector<HttpResponse>& out);
+  size_t running() const { return running_; }
+
+ private:
+  struct Origin;
+  struct Conn;
+  struct Transfer;
+
+  Origin* Target(const std::string& url, std::string& path, std::string& error);
+  void Start(std::unique_ptr<Transfer> t, TimePoint now);
+  Conn* Connect(Origin& o, std::string& error);
+  bool Write(Conn& c, TimePoint now);  // false: the connection failed and is gone
+  void Read(Conn& c, TimePoint now);
+  // The connection failed: retry on a new one when allowed, else answer with `error`.
+  void Failed(Conn& c, std::string error, TimePoint now);  // by value: c dies first
+  void Complete(Conn& c, TimePoint now);
+  void Answer(Transfer& t, int status, std::string body, std::string error, TimePoint now);
+  void Close(Conn& c);
+  void SetWantWrite(Conn& c, bool want);
+
+  int epfd_;
+  std::unordered_map<std::string, std::unique_ptr<Origin>> origins_;          // by "host:port"
+  std::unordered_map<std::string, std::pair<Origin*, std::string>> targets_;  // url -> origin, path
+  std::unordered_map<int, std::unique_ptr<Conn>> conns_;                      // by fd
+  std::vector<HttpResponse> done_;
+  size_t running_ = 0;
+  TimePoint last_sweep_{};
+};
+
+}  // namespace replayer

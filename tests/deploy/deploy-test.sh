@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# tests/deploy/deploy-test.sh: the deployment (ansible/, Dockerfile) checked with the real tools.
+#
+#   deploy-test.sh render   renders the roles with ansible-playbook for a local inventory
+#                           (connection local, into DEPLOY_RENDER_DIR): every host of the test
+#                           inventory, plus nats-1 again in the production form (sync_interval).
+#                           The CTest fixture the two others use.
+#   deploy-test.sh check    ansible-lint, --syntax-check, and the rendered files checked with
+#                           docker-compose config, nats-server -t, promtool check config/rules,
+#                           promtool test rules; the Dockerfile against CI's commands.
+#   deploy-test.sh stack    a 3-node NATS cluster from the rendered configuration, the real
+#                           binaries as their NATS users doing their jobs (PostgreSQL and Umami
+#                           from scripts/stack), every refusal of the permission matrix, and a real
+#                           Prometheus scraping the services with the rendered configuration.
+#
+# Environment: DEPLOY_BUILD_DIR (built binaries, default build), DEPLOY_SOURCE_DIR (the repo),
+# DEPLOY_RENDER_DIR (default $DEPLOY_BUILD_DIR/tests/deploy/rendered), KEEP_TEST_STACK=1 keeps
+# the work directory and prints where it is.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+src="${DEPLOY_SOURCE_DIR:-$(cd "$here/../.." && pwd)}"
+build="${DEPLOY_BUILD_DIR:-$src/build}"
+mode="${1:-}"
+[[ "$mode" =~ ^(render|check|stack)$ ]] || { echo "usage: $0 render|check|stack" >&2; exit 2; }
+RD="${DEPLOY_RENDER_DIR:-$build/tests/deploy/rendered}"
+R="$RD/render"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/deploy-$mode.XXXXXX")"
+started=$SECONDS
+failures=0
+pids=()
+
+log() { printf '[deploy %3ds] %s\n' $((SECONDS - started)) "$*"; }
+pass() { log "ok: $*"; }
+fail() { log "FAIL: $*"; failures=$((failures + 1)); }
+die() { log "FATAL: $*"; exit 1; }
+# check DESCRIPTION COMMAND...: runs the command, records pass/fail with its output on failure.
+check() {
+  local what=$1 out; shift
+  if out=$("$@" 2>&1); then pass "$what"; else fail "$what"; printf '%s\n' "$out" | tail -20; fi
+}
+
+# Stops what this run started, newest first (the services before the NATS servers they use).
+cleanup() {
+  local rc=$? i p
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    p=${pids[i]}
+    kill -TERM "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  if [[ -d "$work/stack" ]]; then
+    "$src/scripts/stack" --dir "$work/stack" down --purge >/dev/null 2>&1 || true
+  fi
+  if [[ "${KEEP_TEST_STACK:-0}" == 1 || $rc -ne 0 ]]; then
+    log "work directory kept: $work"
+  else
+    rm -rf "$work"
+  fi
+}
+trap cleanup EXIT
+
+# free_ports N: N distinct TCP ports free on every interface right now.
+free_ports() {
+  python3 -c '
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("0.0.0.0", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
+}
+
+# ---- rendering ------------------------------------------------------------------------------
+# choose_ports: every port the stack test will use, free now, saved in $RD/ports.sh.
+choose_ports() {
+  local base ports
+  ports=$(free_ports 13)
+  # scripts/stack's PostgreSQL and Umami listen on base+2 and base+10.
+  for _ in 1 2 3 4 5 6 7 8; do
+    base=$((20000 + RANDOM % 30000))
+    ss -Htln | awk '{print $4}' |
+      grep -qE ":($base|$((base + 1))|$((base + 2))|$((base + 10)))\$" || break
+  done
+  read -r n1 n2 n3 c1 c2 c3 h1 h2 h3 rp mp ep prom <<<"$ports"
+  {
+    echo "NATS_PORTS='$n1 $n2 $n3'"
+    echo "NATS_CLUSTER_PORTS='$c1 $c2 $c3'"
+    echo "NATS_HTTP_PORTS='$h1 $h2 $h3'"
+    echo "REPLAYER_PORT=$rp METRICSWRITER_PORT=$mp EXPORTER_PORT=$ep PROM_PORT=$prom"
+    echo "STACK_BASE=$base PG_PORT=$((base + 2))"
+  } >"$RD/ports.sh"
+}
+
+# write_inventory FILE: three NATS nodes, one core node and one Prometheus, all on this machine
+# (connection local), each rendering into $R/<host>/.
+write_inventory() {
+  local file=$1 i n c h nats_hosts=""
+  for i in 1 2 3; do
+    n=$(cut -d' ' -f$i <<<"$NATS_PORTS")
+    c=$(cut -d' ' -f$i <<<"$NATS_CLUSTER_PORTS")
+    h=$(cut -d' ' -f$i <<<"$NATS_HTTP_PORTS")
+    nats_hosts+="        nats-$i: {nats_address: 127.0.0.1, nats_client_port: $n, nats_cluster_port: $c, nats_http_port: $h}"$'\n'
+  done
+  cat >"$file" <<EOF
+all:
+  vars:
+    ansible_connection: local
+    ansible_python_interpreter: /usr/bin/python3
+    render: "$R"
+    nats_root: "{{ render }}/{{ inventory_hostname }}/nats"
+    nats_server_store_dir: "{{ render }}/{{ inventory_hostname }}/nats/jetstream"
+    core_root: "{{ render }}/{{ inventory_hostname }}/core"
+    monitoring_root: "{{ render }}/{{ inventory_hostname }}/prometheus"
+    nats_manage_service: false
+    core_manage_services: false
+    monitoring_manage_service: false
+    # Debian 12's nats-server 2.9 reads this file: no sync_interval (the other form is rendered
+    # apart and only checked as text).
+    nats_jetstream_sync_always: false
+    nats_passwords:
+      replayer: test-replayer-$RANDOM
+      metricswriter: test-metricswriter-$RANDOM
+      platformctl: test-platformctl-$RANDOM
+      exporter: test-exporter-$RANDOM
+    nats_cluster_password: test-route-$RANDOM
+    nats_edge_users:
+      - user: edge
+        password: test-edge-$RANDOM
+    core_metricswriter_database_url: "postgresql://postgres@127.0.0.1:$PG_PORT/metrics"
+    core_umami_database_url: "postgresql://postgres@127.0.0.1:$PG_PORT/umami"
+    core_umami_app_secret: test-secret-$RANDOM
+    core_exporter_interval: 1s
+    monitoring_scrape_interval: 1s
+    monitoring_scrape_timeout: 1s
+    monitoring_evaluation_interval: 1s
+  children:
+    nats:
+      hosts:
+$nats_hosts    core:
+      hosts:
+        core-1:
+          core_metrics_address: 127.0.0.1
+          core_replayer_metrics_port: $REPLAYER_PORT
+          core_metricswriter_metrics_port: $METRICSWRITER_PORT
+          core_exporter_metrics_port: $EXPORTER_PORT
+    monitoring:
+      hosts:
+        mon-1: {}
+EOF
+}
+
+# playbook ARGS...: ansible-playbook on site.yml with the test inventory, quietly.
+playbook() {
+  (cd "$src/ansible" && ANSIBLE_PIPELINING=1 ANSIBLE_LOCAL_TEMP="$work/ansible-tmp" \
+    ANSIBLE_HOME="$work/ansible-home" ANSIBLE_NOCOLOR=1 \
+    ansible-playbook -i "$RD/inventory.yml" -e deploy_become=false -e deploy_serial=100% \
+    "$@" site.yml) >"$work/playbook.log" 2>&1 || { tail -40 "$work/playbook.log"; return 1; }
+}
+
+render() {
+  rm -rf "$RD"
+  mkdir -p "$RD"
+  choose_ports
+  # shellcheck disable=SC1091
+  source "$RD/ports.sh"
+  write_inventory "$RD/inventory.yml"
+  log "rendering the roles for the local inventory into $RD"
+  playbook || die "ansible-playbook failed to render the roles"
+  [[ -f "$R/core-1/core/docker-compose.yml" && -f "$R/nats-1/nats/nats-server.conf" &&
+     -f "$R/mon-1/prometheus/core-alerts.yml" ]] || die "rendered files missing"
+  pass "roles rendered ($(find "$R" -type f | wc -l) files)"
+  # The production form of the NATS configuration (sync_interval: always), for the check.
+  playbook -e render="$RD/render-always" -e nats_jetstream_sync_always=true --limit nats-1 \
+    --tags nats_config ||
+    die "rendering nats-1 with nats_jetstream_sync_always=true failed"
+  pass "nats-1 rendered again with nats_jetstream_sync_always=true"
+}
+
+# The other modes read what `render` left (CTest runs it first: fixture deploy_rendered).
+need_render() {
+  [[ -f "$RD/ports.sh" && -f "$R/mon-1/prometheus/core-alerts.yml" ]] ||
+    die "nothing rendered in $RD: run '$0 render' first (CTest does: fixture deploy_rendered)"
+  # shellcheck disable=SC1091
+  source "$RD/ports.sh"
+}
+
+# shellcheck source=render-checks.sh
+source "$here/render-checks.sh"
+# shellcheck source=stack-checks.sh
+source "$here/stack-checks.sh"
+
+case $mode in
+  render) render ;;
+  check) need_render; render_checks ;;
+  stack) need_render; stack_checks ;;
+esac
+log "$failures failure(s) in $((SECONDS - started)) s"
+[[ $failures -eq 0 ]]

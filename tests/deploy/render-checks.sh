@@ -1,0 +1,188 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2154  # work, src, here, build, R, RD and the ports come from deploy-test.sh
+# The render half of deploy-test.sh (sourced; uses its helpers and variables).
+
+lint_checks() {
+  log "ansible-lint and the syntax check"
+  check "ansible-lint is clean" \
+    env ANSIBLE_HOME="$work/ansible-home" ANSIBLE_LOCAL_TEMP="$work/ansible-tmp" \
+    bash -c "cd '$src/ansible' && ansible-lint --offline -q --nocolor"
+  check "ansible-playbook --syntax-check (example inventory)" \
+    env ANSIBLE_HOME="$work/ansible-home" ANSIBLE_LOCAL_TEMP="$work/ansible-tmp" \
+    bash -c "cd '$src/ansible' && ansible-playbook -i inventory/example site.yml --syntax-check"
+  # Without their secrets (the example inventory has no vault.yml) the roles write nothing.
+  local out rc=0
+  out=$(cd "$src/ansible" && ANSIBLE_HOME="$work/ansible-home" ANSIBLE_LOCAL_TEMP="$work/ansible-tmp" \
+    ansible-playbook -i inventory/example site.yml --limit core-1 -e ansible_connection=local \
+    -e deploy_become=false -e core_manage_services=false -e core_root="$work/no-secrets" 2>&1) ||
+    rc=$?
+  if ((rc != 0)) && grep -q 'ansible-vault' <<<"$out" && [[ ! -e "$work/no-secrets/env" ]]; then
+    pass "without the vault's secrets the roles stop before writing anything"
+  else
+    fail "the core role ran without secrets (exit $rc)"; tail -5 <<<"$out"
+  fi
+  # Secrets come from variables: no YAML file of ansible/ (but the *.example placeholders) gives
+  # a password, secret or database URL a literal value; only variable references.
+  check "no secret value in ansible/ (only variable references)" python3 - "$src/ansible" <<'EOF'
+import pathlib, re, sys, yaml
+secret = re.compile(r"(password|secret|database_url)", re.I)
+leaks = []
+def walk(node, path, f, inside):
+    # inside: a key on the way here names a secret (nats_passwords: {replayer: ...}).
+    if isinstance(node, dict):
+        for k, v in node.items():
+            walk(v, f"{path}.{k}", f, inside or bool(secret.search(str(k))))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            walk(v, f"{path}[{i}]", f, inside)
+    elif inside and node is not None and "{{" not in str(node):
+        leaks.append(f"{f}: {path} = {node!r}")
+for f in pathlib.Path(sys.argv[1]).rglob("*.yml"):
+    for doc in yaml.safe_load_all(f.read_text()):
+        walk(doc, "", f, False)
+print("\n".join(leaks) or "none")
+sys.exit(1 if leaks else 0)
+EOF
+}
+
+compose_checks() {
+  local dir="$R/core-1/core"
+  check "docker-compose config accepts the core compose file" \
+    bash -c "cd '$dir' && docker-compose config -q"
+  (cd "$dir" && docker-compose config) >"$work/compose-normalised.yml" 2>&1 ||
+    { fail "docker-compose config"; return; }
+  check "compose: services, healthchecks, restarts, limits, log rotation, env files" \
+    python3 - "$work/compose-normalised.yml" "$dir" <<'EOF'
+import sys, yaml
+cfg = yaml.safe_load(open(sys.argv[1]))
+env_dir = sys.argv[2] + "/env"
+svc = cfg["services"]
+problems = []
+umami = sorted(n for n in svc if n.startswith("umami-"))
+if umami != [f"umami-{i}" for i in range(1, 5)]:
+    problems.append(f"expected umami-1..4 (core_umami_processes 4), got {umami}")
+for name in ["replayer", "metricswriter", "streams-exporter", "platformctl"] + umami:
+    if name not in svc:
+        problems.append(f"service {name} missing")
+        continue
+    s = svc[name]
+    if name != "platformctl":
+        hc = " ".join(s.get("healthcheck", {}).get("test", []))
+        want = "/api/heartbeat" if name.startswith("umami") else "/healthz"
+        if want not in hc:
+            problems.append(f"{name}: healthcheck {hc!r} does not probe {want}")
+        if s.get("restart") != "unless-stopped":
+            problems.append(f"{name}: restart {s.get('restart')}")
+        opts = s.get("logging", {}).get("options", {})
+        if s.get("logging", {}).get("driver") != "json-file" or "max-size" not in opts \
+                or "max-file" not in opts:
+            problems.append(f"{name}: no log rotation {s.get('logging')}")
+    for k in ("mem_limit", "cpus", "pids_limit"):
+        if k not in s:
+            problems.append(f"{name}: no {k}")
+if svc.get("platformctl", {}).get("profiles") != ["tools"]:
+    problems.append("platformctl should run on demand (profile tools)")
+exp = svc.get("streams-exporter", {}).get("command", [])
+if exp[:3] != ["platformctl", "streams", "--serve"]:
+    problems.append(f"streams-exporter command {exp}")
+def env(name):
+    out = {}
+    for line in open(f"{env_dir}/{name}.env"):
+        line = line.rstrip("\n")
+        if line and not line.startswith("#"):
+            k, _, v = line.partition("=")
+            out[k] = v
+    return out
+r = env("replayer")
+for k, v in {"REPLAYER_WORKERS": "128", "REPLAYER_MAX_IN_FLIGHT": "900",
+             "NATS_USER": "replayer"}.items():
+    if r.get(k) != v:
+        problems.append(f"replayer.env {k}={r.get(k)}, expected {v}")
+if r.get("UMAMI_URLS", "").count("http://umami-") != 4:
+    problems.append(f"replayer.env UMAMI_URLS {r.get('UMAMI_URLS')}")
+for name, user in [("metricswriter", "metricswriter"), ("exporter", "exporter"),
+                   ("platformctl", "platformctl")]:
+    e = env(name)
+    if e.get("NATS_USER") != user or not e.get("NATS_PASSWORD") or "nats://" not in e.get("NATS_URL", ""):
+        problems.append(f"{name}.env NATS identity {e.get('NATS_USER')} / {e.get('NATS_URL')}")
+if not env("metricswriter").get("DATABASE_URL"):
+    problems.append("metricswriter.env has no DATABASE_URL")
+print("\n".join(problems) or "all present")
+sys.exit(1 if problems else 0)
+EOF
+}
+
+nats_checks() {
+  local i
+  for i in 1 2 3; do
+    check "nats-server -t accepts nats-$i's configuration (3 routes, JetStream, accounts)" \
+      nats-server -t -c "$R/nats-$i/nats/nats-server.conf"
+  done
+  check "nats-1 routes to nats-2 and nats-3, with one user per service and the edge" bash -c "
+    c='$R/nats-1/nats/nats-server.conf'
+    [ \$(grep -c 'nats-route://' \$c) -eq 2 ] &&
+    for u in replayer metricswriter platformctl exporter edge; do
+      grep -q \"user: \\\"\$u\\\"\" \$c || { echo \"no user \$u\"; exit 1; }; done"
+  # The production form (sync_interval: always) differs from the 2.9 form by that field alone.
+  local a="$RD/render-always/nats-1/nats/nats-server.conf" b="$R/nats-1/nats/nats-server.conf"
+  check "sync_interval: always sits in the jetstream block of the production form" \
+    awk '/^jetstream \{/{j=1} j&&/^\}/{j=0} j&&/^  sync_interval: always$/{found=1} END{exit !found}' "$a"
+  check "the two forms differ only by sync_interval (and its comment)" bash -c "
+    diff <(grep -v 'store_dir' '$b') <(grep -v 'store_dir' '$a') | grep '^[<>]' |
+      grep -v '^> *# Sync every write' | grep -v '^> *sync_interval: always\$' | (! grep .)"
+  if nats-server --version | grep -q 'v2\.9\.'; then
+    check "Debian's nats-server 2.9 refuses the production form (why it is a switch)" bash -c "
+      ! nats-server -t -c '$a' >'$work/always.out' 2>&1 && grep -q 'sync_interval' '$work/always.out'"
+  else
+    check "nats-server accepts the production form" nats-server -t -c "$a"
+  fi
+}
+
+prometheus_checks() {
+  local p="$R/mon-1/prometheus"
+  check "promtool check config (scrape config and the rule file it names)" \
+    promtool check config "$p/prometheus.yml"
+  check "promtool check rules" promtool check rules "$p/core-alerts.yml"
+  check "the scrape config has the replayer, metricswriter and jetstream jobs for core-1" bash -c "
+    for j in replayer metricswriter jetstream; do grep -q \"job_name: \\\"\$j\\\"\" '$p/prometheus.yml' || exit 1; done
+    grep -q '127.0.0.1:$EXPORTER_PORT' '$p/prometheus.yml'"
+  check "every alert of SPEC §7 is defined" bash -c "
+    for a in QueueOldestMessageTooOld ReplayerLagHigh MetricsWriterLagHigh ReplayerNotConsuming \
+             MetricsWriterNotConsuming DLQNotEmpty UmamiHeartbeatFailing; do
+      grep -q \"alert: \$a\$\" '$p/core-alerts.yml' || { echo \"missing \$a\"; exit 1; }; done"
+  cp "$here/alerts_test.yml" "$p/alerts_test.yml"
+  check "promtool test rules: each alert fires on its series and stays quiet on healthy ones" \
+    promtool test rules "$p/alerts_test.yml"
+  # Every alert has a test that fires it: a rule nobody tests is not proven.
+  check "every alert appears in alerts_test.yml with an expected firing" bash -c "
+    for a in \$(sed -n 's/^ *- alert: //p' '$p/core-alerts.yml'); do
+      awk -v a=\"\$a\" '\$0 ~ \"alertname: \"a\"\$\" {n=1; next} n && /exp_alerts: *\\[\\]/ {n=0} n && /exp_labels:/ {found=1} END {exit !found}' \
+        '$p/alerts_test.yml' || { echo \"no firing case for \$a\"; exit 1; }; done"
+}
+
+dockerfile_checks() {
+  local df="$src/Dockerfile"
+  check "Dockerfile: Debian 12 stages, a non-root user, three binaries" bash -c "
+    grep -q '^FROM debian:12 AS build' '$df' && grep -q '^FROM debian:12-slim AS runtime' '$df' &&
+    grep -qE '^USER [1-9][0-9]*(:[1-9][0-9]*)?\$' '$df' &&
+    for b in replayer/replayer metricswriter/metricswriter platformctl/platformctl; do
+      grep -q \"/src/build/\$b\" '$df' || exit 1; test -x '$build'/\$b || { echo \"\$b not built\"; exit 1; }; done"
+  # The build stage runs CI's recipe: scripts/install-deps and scripts/test's configure flags.
+  check "Dockerfile build stage = scripts/install-deps + scripts/test's CMake configure" bash -c "
+    grep -q '^RUN scripts/install-deps' '$df' &&
+    ci=\$(grep -E '^cmake -S \. -B \"\\\$build\" ' '$src/scripts/test' | grep -oE '(-G [A-Za-z]+|-D[A-Z_]+=[A-Za-z0-9]+)' | sort) &&
+    img=\$(grep -E 'cmake -S \. -B build ' '$df' | grep -oE '(-G [A-Za-z]+|-D[A-Z_]+=[A-Za-z0-9]+)' | sort) &&
+    [ -n \"\$ci\" ] && [ \"\$ci\" = \"\$img\" ] || { echo \"CI: \$ci\"; echo \"image: \$img\"; exit 1; }"
+  check "Dockerfile runtime packages provide every library the binaries link" \
+    bash "$here/runtime-libs.sh" "$df" "$build"
+  check ".dockerignore keeps build trees and caches out of the context" bash -c "
+    for p in .git .cache .stack 'build-\*'; do grep -qx \"\$p\" '$src/.dockerignore' || exit 1; done"
+}
+
+render_checks() {
+  lint_checks
+  compose_checks
+  nats_checks
+  prometheus_checks
+  dockerfile_checks
+}

@@ -1,0 +1,149 @@
+#include "tests/platformctl/dlq_fixture.h"
+
+#include <nats/nats.h>
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/dead_letter.h"
+#include "common/nats_async.h"
+
+namespace dlqtest {
+namespace {
+
+std::string& Outputs() {
+  static std::string all;
+  return all;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::string Payload(const Seed& s) {
+  if (!s.raw_payload.empty()) return s.raw_payload;
+  if (!s.web) return "otlp-batch " + s.marker + " tenant " + s.key;
+  std::string website = s.website.empty() ? s.key : s.website;
+  return R"({"id":"ev-)" + std::to_string(s.origin_seq) + R"(","website":")" + website +
+         R"(","visitor":")" + s.visitor +
+         R"(","accepted_at":1764427800123,"ip":"203.0.113.7","user_agent":"t","type":"event",)" +
+         R"("payload":{"hostname":"h","url":"/)" + s.marker + R"(","title":"t"}})";
+}
+
+core::OutMessage DeadLetter(const Seed& s) {
+  core::dead_letter::Origin o;
+  o.subject = (s.web ? "web.events." : "api.metrics.") + s.key;
+  o.stream = s.web ? "WEB_EVENTS" : "API_METRICS";
+  o.stream_seq = s.origin_seq;
+  o.payload = Payload(s);
+  if (!s.msg_id.empty()) o.headers.emplace_back("Nats-Msg-Id", s.msg_id);
+  if (!s.web) o.headers.emplace_back("Content-Type", "application/json");
+  core::OutMessage m = core::dead_letter::Build(o, s.reason, "status 400 reply excerpt");
+  if (!s.subject_header.empty()) {
+    for (auto& [k, v] : m.headers) {
+      if (k == core::dead_letter::kSubject) v = s.subject_header;
+    }
+  }
+  return m;
+}
+
+void PublishAll(core::NatsClient& client, const std::vector<core::OutMessage>& messages) {
+  std::atomic<uint64_t> ok{0}, bad{0};
+  auto pub = core::AsyncPublisher::Create(
+      client, [&](uint64_t, const core::Status& s) { (s.ok() ? ok : bad).fetch_add(1); }, 512);
+  REQUIRE(pub.ok());
+  for (size_t i = 0; i < messages.size(); ++i) {
+    auto st = (*pub)->Publish(messages[i], i);
+    REQUIRE(st.ok());
+  }
+  bool done = testsupport::WaitFor([&] { return ok + bad == messages.size(); }, 60'000);
+  REQUIRE(done);
+  REQUIRE(bad == 0);
+}
+
+std::unique_ptr<core::NatsClient> Connect(const testsupport::TestStack& stack) {
+  core::CommonConfig c;
+  c.nats_urls = {stack.Env("NATS_URL")};
+  auto client = core::NatsClient::Connect(c, {});
+  REQUIRE(client.ok());
+  return std::move(*client);
+}
+
+std::vector<Held> ReadAll(core::NatsClient& client, const std::string& stream) {
+  // A temporary pull consumer reads the whole stream in a few round trips (a work-queue
+  // stream allows no ordered consumer); nothing is acked, and deleting it releases everything.
+  jsStreamInfo* si = nullptr;
+  REQUIRE(js_GetStreamInfo(&si, client.js(), stream.c_str(), nullptr, nullptr) == NATS_OK);
+  const uint64_t n = si->State.Msgs;
+  const std::string filter = si->Config->Subjects[0];
+  jsStreamInfo_Destroy(si);
+  std::vector<Held> out;
+  if (n == 0) return out;
+  {
+    core::ConsumerSpec spec;
+    spec.stream = stream;
+    spec.durable = "dlqtest-read";
+    spec.filter_subject = filter;
+    spec.max_ack_pending = 100000;
+    auto consumer = core::PullConsumer::Bind(client, spec);
+    REQUIRE(consumer.ok());
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (out.size() < n && std::chrono::steady_clock::now() < deadline) {
+      auto batch = (*consumer)->Fetch(500, core::Millis(2000));
+      INFO("read " << out.size() << " of " << n << " from " << stream);
+      REQUIRE(batch.ok());
+      for (auto& m : *batch) {
+        Held h;
+        h.seq = m.stream_seq();
+        h.subject = std::string(m.subject());
+        h.msg_id = m.Header("Nats-Msg-Id").value_or("");
+        h.replay_header = m.Header(core::dead_letter::kReplay).value_or("");
+        h.data = std::string(m.data());
+        out.push_back(std::move(h));
+      }
+    }
+  }
+  REQUIRE(js_DeleteConsumer(client.js(), stream.c_str(), "dlqtest-read", nullptr, nullptr) ==
+          NATS_OK);
+  REQUIRE(out.size() == n);
+  return out;
+}
+
+uint64_t Count(core::NatsClient& client, const std::string& stream) {
+  jsStreamInfo* si = nullptr;
+  REQUIRE(js_GetStreamInfo(&si, client.js(), stream.c_str(), nullptr, nullptr) == NATS_OK);
+  uint64_t n = si->State.Msgs;
+  jsStreamInfo_Destroy(si);
+  return n;
+}
+
+CtlRun Ctl(const testsupport::TestStack& stack, const std::string& args, const std::string& env) {
+  std::string err_path = stack.dir() + "/ctl.stderr";
+  CtlRun r;
+  r.out = testsupport::Capture("NATS_URL=" + stack.Env("NATS_URL") + " " + env + " " +
+                                   testsupport::BinaryDir() + "/platformctl/platformctl " + args +
+                                   " </dev/null 2>" + err_path,
+                               &r.rc);
+  r.err = ReadFile(err_path);
+  Outputs() += r.out + r.err;
+  return r;
+}
+
+const std::string& AllOutput() { return Outputs(); }
+
+void Init(const testsupport::TestStack& stack) {
+  auto r = Ctl(stack, "init");
+  INFO(r.out << r.err);
+  REQUIRE(r.rc == 0);
+}
+
+}  // namespace dlqtest

@@ -1,0 +1,170 @@
+// platformctl dlq purge and platformctl erase against a real nats-server with a file store:
+// purged messages' bytes are gone from the store directory (secure erase), kept ones are there;
+// erasure by site, visitor and tenant erases exactly the matching messages.
+#include <nats/nats.h>
+
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/platformctl/dlq_fixture.h"
+
+using dlqtest::Ctl;
+using dlqtest::Seed;
+using testsupport::TestStack;
+
+namespace {
+
+// Whether `text` occurs in any file under the stack's JetStream store.
+bool OnDisk(const TestStack& stack, const std::string& text) {
+  return testsupport::Run("grep -rqa -- '" + text + "' " + stack.dir() + "/nats") == 0;
+}
+
+std::set<uint64_t> SeqsOf(core::NatsClient& client, const std::string& stream) {
+  std::set<uint64_t> out;
+  for (const auto& h : dlqtest::ReadAll(client, stream)) out.insert(h.seq);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("dlq purge erases the stored bytes of the selection only", "[integration][dlq]") {
+  TestStack stack({"nats"});
+  dlqtest::Init(stack);
+  auto client = dlqtest::Connect(stack);
+  // seq 1..20: site-p, to purge; 21..25: site-k, kept; 26: deleted the plain way (control).
+  std::vector<core::OutMessage> msgs;
+  for (int i = 1; i <= 26; ++i) {
+    Seed s;
+    s.key = i <= 20 ? "site-p" : "site-k";
+    s.visitor = "v";
+    s.reason = "not valid JSON";
+    s.origin_seq = static_cast<uint64_t>(i);
+    s.marker = (i <= 20   ? "PURGED-MARK-"
+                : i <= 25 ? "KEPT-MARK-"
+                          : "PLAIN-DELETE-MARK-") +
+               std::to_string(i) + "-";
+    if (i == 26) s.key = "site-d";
+    msgs.push_back(dlqtest::DeadLetter(s));
+  }
+  dlqtest::PublishAll(*client, msgs);
+  // The store has the bytes before anything is erased (else the check below proves nothing).
+  REQUIRE(testsupport::WaitFor([&] { return OnDisk(stack, "PURGED-MARK-7-"); }, 10'000));
+  REQUIRE(OnDisk(stack, "PLAIN-DELETE-MARK-26-"));
+
+  // Without --yes: says what it would do, erases nothing, exit 4.
+  auto r = Ctl(stack, "dlq purge --queue web --key site-p");
+  INFO(r.out << r.err);
+  CHECK(r.rc == 4);
+  CHECK_THAT(r.out, Catch::Contains("would purge"));
+  CHECK_THAT(r.out, Catch::Contains("WEB_DLQ: 20 messages selected"));
+  CHECK_THAT(r.out, Catch::Contains("--yes"));
+  CHECK(dlqtest::Count(*client, "WEB_DLQ") == 26);
+
+  r = Ctl(stack, "dlq purge --queue web --key site-p --yes --json");
+  INFO(r.out << r.err);
+  CHECK(r.rc == 0);
+  auto doc = nlohmann::json::parse(r.out);
+  CHECK(doc["erased"] == 20);
+  CHECK(doc["failed"] == 0);
+  CHECK(SeqsOf(*client, "WEB_DLQ") == std::set<uint64_t>{21, 22, 23, 24, 25, 26});
+
+  // The control: a plain delete leaves the bytes in the block file.
+  REQUIRE(js_DeleteMsg(client->js(), "WEB_DLQ", 26, nullptr, nullptr) == NATS_OK);
+  // Let the server write out what it buffers, then look at every file of the store.
+  REQUIRE(testsupport::WaitFor([&] { return OnDisk(stack, "KEPT-MARK-25-"); }, 10'000));
+  for (int i = 1; i <= 20; ++i) {
+    INFO("purged message " << i);
+    CHECK_FALSE(OnDisk(stack, "PURGED-MARK-" + std::to_string(i) + "-"));
+  }
+  for (int i = 21; i <= 25; ++i) CHECK(OnDisk(stack, "KEPT-MARK-" + std::to_string(i) + "-"));
+  CHECK(OnDisk(stack, "PLAIN-DELETE-MARK-26-"));
+
+  // Purging again selects nothing; a purge by reason and seq range combines.
+  r = Ctl(stack, "dlq purge --queue web --key site-p --yes");
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("erased: 0"));
+  r = Ctl(stack, "dlq purge --queue web --reason json --from 22 --to 23 --yes");
+  CHECK(r.rc == 0);
+  CHECK(SeqsOf(*client, "WEB_DLQ") == std::set<uint64_t>{21, 24, 25});
+  CHECK_THAT(dlqtest::AllOutput(), !Catch::Contains("MARK-"));
+}
+
+TEST_CASE("dlq erase removes exactly a site's, a visitor's or a tenant's DLQ messages",
+          "[integration][dlq]") {
+  TestStack stack({"nats"});
+  dlqtest::Init(stack);
+  auto client = dlqtest::Connect(stack);
+  auto web = [](const std::string& site, const std::string& visitor, int i) {
+    Seed s;
+    s.key = site;
+    s.visitor = visitor;
+    s.reason = "no usable visitor key";
+    s.origin_seq = static_cast<uint64_t>(i);
+    return s;
+  };
+  std::vector<Seed> seeds = {
+      web("site-x", "v1", 1),  // 1
+      web("site-x", "v2", 2),  // 2
+      web("site-x", "v1", 3),  // 3
+      web("site-y", "v1", 4),  // 4: same visitor key, other site
+      web("site-x", "v2", 5),  // 5
+      web("site-x", "v1", 6),  // 6
+      web("site-y", "v3", 7),  // 7
+  };
+  Seed invalid = web("bad key", "v1", 8);  // 8: under dlq.web._invalid, event of site-x
+  invalid.website = "site-x";
+  seeds.push_back(invalid);
+  Seed garbled = web("site-x", "", 9);  // 9: site-x, not JSON
+  garbled.raw_payload = std::string("{not json ") + dlqtest::kMarker;
+  seeds.push_back(garbled);
+  std::vector<core::OutMessage> msgs;
+  for (const auto& s : seeds) msgs.push_back(dlqtest::DeadLetter(s));
+  for (int i = 0; i < 5; ++i) {
+    Seed s;
+    s.web = false;
+    s.key = i < 3 ? "t1" : "t2";
+    s.reason = "cannot decode";
+    s.origin_seq = static_cast<uint64_t>(100 + i);
+    msgs.push_back(dlqtest::DeadLetter(s));
+  }
+  dlqtest::PublishAll(*client, msgs);
+  REQUIRE(dlqtest::Count(*client, "WEB_DLQ") == 9);
+
+  // A visitor: the site's events with that key (the _invalid one names the site in its body);
+  // the unreadable one of the site is kept and reported (exit 1).
+  auto r = Ctl(stack, "erase --site site-x --visitor v1");
+  INFO(r.out << r.err);
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.out, Catch::Contains("erase site site-x, visitor v1: 4 messages securely erased"));
+  CHECK_THAT(r.out, Catch::Contains("not JSON, so its visitor is unknown"));
+  CHECK_THAT(r.out, Catch::Contains("WEB_EVENTS"));
+  CHECK(SeqsOf(*client, "WEB_DLQ") == std::set<uint64_t>{2, 4, 5, 7, 9});
+
+  // A site: all of it, other sites untouched.
+  r = Ctl(stack, "erase --site site-y --json");
+  INFO(r.out << r.err);
+  CHECK(r.rc == 0);
+  auto doc = nlohmann::json::parse(r.out);
+  CHECK(doc["erased"] == 2);
+  CHECK_THAT(doc["note"].get<std::string>(), Catch::Contains("downstream erasure"));
+  CHECK(SeqsOf(*client, "WEB_DLQ") == std::set<uint64_t>{2, 5, 9});
+  r = Ctl(stack, "erase --site site-x");
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("3 messages securely erased"));
+  CHECK(dlqtest::Count(*client, "WEB_DLQ") == 0);
+
+  // A tenant.
+  r = Ctl(stack, "erase --tenant t1");
+  INFO(r.out << r.err);
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("erase tenant t1: 3 messages securely erased from API_DLQ"));
+  CHECK(SeqsOf(*client, "API_DLQ") == std::set<uint64_t>{4, 5});
+  r = Ctl(stack, "erase --tenant nobody");
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("0 messages securely erased"));
+  CHECK(dlqtest::Count(*client, "API_DLQ") == 2);
+  CHECK_THAT(dlqtest::AllOutput(), !Catch::Contains(dlqtest::kMarker));
+}

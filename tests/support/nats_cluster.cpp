@@ -1,0 +1,148 @@
+#include "tests/support/nats_cluster.h"
+
+#include <nats/nats.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/nats_status.h"
+
+namespace testsupport {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct StreamInfoDeleter {
+  void operator()(jsStreamInfo* si) const { jsStreamInfo_Destroy(si); }
+};
+struct ConsumerInfoDeleter {
+  void operator()(jsConsumerInfo* ci) const { jsConsumerInfo_Destroy(ci); }
+};
+struct MsgDeleter {
+  void operator()(natsMsg* m) const { natsMsg_Destroy(m); }
+};
+
+std::string LeaderName(jsClusterInfo* cluster) {
+  return cluster != nullptr && cluster->Leader != nullptr ? cluster->Leader : "";
+}
+
+// One HTTP GET of a monitoring endpoint, parsed; null when it failed.
+nlohmann::json MonitorJson(const std::string& url) {
+  int rc = 0;
+  std::string body = Capture("curl -s --max-time 2 '" + url + "' 2>/dev/null", &rc);
+  if (rc != 0 || body.empty()) return nullptr;
+  return nlohmann::json::parse(body, nullptr, false);
+}
+
+}  // namespace
+
+int NodeOfServer(const std::string& server_name) {
+  const std::string prefix = "nats-";
+  if (server_name.rfind(prefix, 0) != 0 || server_name.size() == prefix.size()) return 0;
+  for (size_t i = prefix.size(); i < server_name.size(); ++i) {
+    if (server_name[i] < '0' || server_name[i] > '9') return 0;
+  }
+  return std::stoi(server_name.substr(prefix.size()));
+}
+
+int LeaderOf(core::NatsClient& client, const RaftAsset& asset) {
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.Wait = 2000;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  if (asset.consumer.empty()) {
+    jsStreamInfo* raw = nullptr;
+    if (js_GetStreamInfo(&raw, client.js(), asset.stream.c_str(), &jo, &jerr) != NATS_OK) return 0;
+    std::unique_ptr<jsStreamInfo, StreamInfoDeleter> si(raw);
+    return NodeOfServer(LeaderName(si->Cluster));
+  }
+  jsConsumerInfo* raw = nullptr;
+  if (js_GetConsumerInfo(&raw, client.js(), asset.stream.c_str(), asset.consumer.c_str(), &jo,
+                         &jerr) != NATS_OK) {
+    return 0;
+  }
+  std::unique_ptr<jsConsumerInfo, ConsumerInfoDeleter> ci(raw);
+  return NodeOfServer(LeaderName(ci->Cluster));
+}
+
+int MetaLeader(const TestStack& stack, int ask) {
+  auto jsz = MonitorJson(stack.NatsMonitorUrl(ask) + "/jsz");
+  if (!jsz.is_object() || !jsz.contains("meta_cluster")) return 0;
+  return NodeOfServer(jsz["meta_cluster"].value("leader", ""));
+}
+
+core::Status StepDown(core::NatsClient& client, const RaftAsset& asset) {
+  std::string subject = asset.consumer.empty() ? "$JS.API.STREAM.LEADER.STEPDOWN." + asset.stream
+                                               : "$JS.API.CONSUMER.LEADER.STEPDOWN." +
+                                                     asset.stream + "." + asset.consumer;
+  natsMsg* raw = nullptr;
+  natsStatus s = natsConnection_RequestString(&raw, client.conn(), subject.c_str(), "", 3000);
+  if (s != NATS_OK) return core::NatsError(s, "step down " + asset.Name());
+  std::unique_ptr<natsMsg, MsgDeleter> reply(raw);
+  const char* data = natsMsg_GetData(reply.get());
+  std::string body = data != nullptr ? std::string(data, natsMsg_GetDataLength(reply.get())) : "";
+  auto answer = nlohmann::json::parse(body, nullptr, false);
+  if (answer.is_object() && answer.value("success", false)) return core::Status::Ok();
+  return core::Error::Retryable("step down " + asset.Name() + ": " + body);
+}
+
+std::vector<RaftAsset> GatherLeadership(core::NatsClient& client, int node,
+                                        const std::vector<RaftAsset>& assets, int timeout_ms) {
+  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::vector<RaftAsset> left;
+  for (const auto& asset : assets) {
+    int leader = 0;
+    while (true) {
+      leader = LeaderOf(client, asset);
+      if (leader == node || Clock::now() >= deadline) break;
+      if (leader != 0) {
+        (void)StepDown(client, asset);
+        // The election picks one of the other replicas: wait until one of them leads.
+        WaitFor(
+            [&] {
+              int now = LeaderOf(client, asset);
+              return now != 0 && now != leader;
+            },
+            5000);
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    }
+    if (leader != node) left.push_back(asset);
+  }
+  return left;
+}
+
+int ConnectedNode(const TestStack& stack, const std::string& name_prefix) {
+  for (int node = 1; node <= stack.nats_nodes(); ++node) {
+    auto connz = MonitorJson(stack.NatsMonitorUrl(node) + "/connz?limit=1024");
+    if (!connz.is_object() || !connz["connections"].is_array()) continue;
+    for (const auto& c : connz["connections"]) {
+      if (c.value("name", "").rfind(name_prefix, 0) == 0) return node;
+    }
+  }
+  return 0;
+}
+
+core::Result<core::PubAck> PublishUntilAcked(core::NatsClient& client, const core::OutMessage& m,
+                                             int timeout_ms, int* tries) {
+  if (m.msg_id.empty()) {
+    return core::Error::Invalid("a retried publish needs a Nats-Msg-Id, or it may store twice");
+  }
+  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  int n = 0;
+  while (true) {
+    ++n;
+    auto ack = core::PublishSync(client, m);
+    if (ack.ok() || Clock::now() >= deadline) {
+      if (tries != nullptr) *tries = n;
+      return ack;
+    }
+    // Whatever the error: an election answers with several kinds, and the id makes a retry safe.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+}  // namespace testsupport

@@ -1,0 +1,54 @@
+// Test support for a JetStream cluster started by TestStack (StackOptions::nats_nodes = 3):
+// which node leads a stream or a consumer, moving leadership by step-downs, which node a named
+// client is connected to, and publishing through leader elections.
+//
+// Nodes are numbered 1..n as scripts/stack names them (server name nats-<j>); 0 means "none
+// known" (no leader elected yet, or the answer did not come). Every call is a request to the
+// cluster and may be made from any thread while the NatsClient lives.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/nats_client.h"
+#include "common/nats_stream.h"
+#include "common/result.h"
+#include "tests/support/test_stack.h"
+
+namespace testsupport {
+
+// A raft group of JetStream: a stream (consumer empty) or one of its consumers.
+struct RaftAsset {
+  std::string stream;
+  std::string consumer;
+  std::string Name() const { return consumer.empty() ? stream : stream + "/" + consumer; }
+};
+
+// The node number in a server name "nats-<j>"; 0 for anything else.
+int NodeOfServer(const std::string& server_name);
+
+// The node leading the asset (JetStream stream or consumer info, cluster.leader); 0 when none.
+int LeaderOf(core::NatsClient& client, const RaftAsset& asset);
+// The node leading the JetStream meta group, from node `ask`'s /jsz; 0 when unknown.
+int MetaLeader(const TestStack& stack, int ask);
+
+// Asks the asset's leader to step down (the cluster elects another).
+core::Status StepDown(core::NatsClient& client, const RaftAsset& asset);
+
+// Steps down every asset not led by `node` until `node` leads them all or timeout_ms passes
+// (an election picks among the other replicas at random). Returns the assets it could not move.
+std::vector<RaftAsset> GatherLeadership(core::NatsClient& client, int node,
+                                        const std::vector<RaftAsset>& assets, int timeout_ms);
+
+// The node a client whose connection name starts with `name_prefix` is connected to (from every
+// node's /connz); 0 when none is.
+int ConnectedNode(const TestStack& stack, const std::string& name_prefix);
+
+// Publishes until the stream acks, for up to timeout_ms: while a stream has no leader (after a
+// node died) a publish fails for a few seconds with "no responders" or a timeout. Every try
+// carries the same Nats-Msg-Id, so the stream stores the message once even when a try whose
+// answer was lost had stored it. *tries (optional) gets the number of publishes made.
+core::Result<core::PubAck> PublishUntilAcked(core::NatsClient& client, const core::OutMessage& m,
+                                             int timeout_ms, int* tries = nullptr);
+
+}  // namespace testsupport

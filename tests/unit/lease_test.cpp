@@ -1,0 +1,149 @@
+#include "common/lease.h"
+
+#include <catch2/catch.hpp>
+
+#include "common/stop_signal.h"
+
+using core::LeaseDecision;
+using namespace std::chrono_literals;
+
+namespace {
+using Op = LeaseDecision::Op;
+using Change = LeaseDecision::Change;
+const core::LeaseClock::time_point t0 = core::LeaseClock::time_point{} + 1000s;
+}  // namespace
+
+TEST_CASE("lease timing follows the bucket TTL", "[lease]") {
+  auto t = core::LeaseTiming::ForTtl(15s);
+  CHECK(t.ttl == 15s);
+  CHECK(t.renew_every == 5s);
+  CHECK(t.margin == 3s);
+  CHECK(t.poll == 1s);
+  CHECK(core::LeaseTiming::ForTtl(2s).poll == 200ms);
+}
+
+TEST_CASE("a follower creates the lease and then renews it on its revision", "[lease]") {
+  LeaseDecision d(core::LeaseTiming::ForTtl(15s));
+  auto a = d.Next(t0);
+  REQUIRE(a.op == Op::kCreate);
+  CHECK_FALSE(d.Leads(t0));
+  d.OnCreated(t0, 7);
+  CHECK(d.TakeChange() == Change::kGained);
+  CHECK(d.TakeChange() == Change::kNone);
+  CHECK(d.Leads(t0 + 11s));
+  CHECK_FALSE(d.Leads(t0 + 12s));  // TTL minus margin, from the send time
+  CHECK(d.Next(t0 + 4s).op == Op::kNone);
+  a = d.Next(t0 + 5s);
+  REQUIRE(a.op == Op::kRenew);
+  CHECK(a.revision == 7);
+  d.OnRenewed(t0 + 5s, 9);
+  CHECK(d.Leads(t0 + 16s));
+  CHECK(d.Next(t0 + 10s).revision == 9);
+}
+
+TEST_CASE("a refused create is retried after the poll interval", "[lease]") {
+  LeaseDecision d(core::LeaseTiming::ForTtl(15s));
+  REQUIRE(d.Next(t0).op == Op::kCreate);
+  d.OnCreateRefused(t0);
+  CHECK(d.Next(t0 + 500ms).op == Op::kNone);
+  CHECK(d.Next(t0 + 1s).op == Op::kCreate);
+  CHECK(d.TakeChange() == Change::kNone);
+}
+
+TEST_CASE("the first failed renewal ends leadership at once", "[lease]") {
+  LeaseDecision d(core::LeaseTiming::ForTtl(15s));
+  d.Next(t0);
+  d.OnCreated(t0, 1);
+  d.TakeChange();
+  REQUIRE(d.Next(t0 + 5s).op == Op::kRenew);
+  d.OnRenewFailed(t0 + 5s);
+  CHECK(d.TakeChange() == Change::kLost);
+  CHECK_FALSE(d.Leads(t0 + 5s));
+  CHECK(d.Next(t0 + 6s).op == Op::kCreate);  // a follower again
+}
+
+TEST_CASE("a leader paused past its deadline stops leading without any reply", "[lease]") {
+  LeaseDecision d(core::LeaseTiming::ForTtl(15s));
+  d.Next(t0);
+  d.OnCreated(t0, 1);
+  d.TakeChange();
+  // No renewal happened (the process was stopped): validity ends on the local clock alone.
+  CHECK_FALSE(d.Leads(t0 + 30s));
+  auto a = d.Next(t0 + 30s);
+  CHECK(d.TakeChange() == Change::kLost);
+  CHECK(a.op == Op::kCreate);
+  // A renewal sent before the pause but answered after it does not revive the lease.
+  d.OnRenewed(t0 + 4s, 5);
+  CHECK_FALSE(d.leader());
+}
+
+TEST_CASE("a renewal sent after the deadline does not extend it", "[lease]") {
+  LeaseDecision d(core::LeaseTiming::ForTtl(15s));
+  d.Next(t0);
+  d.OnCreated(t0, 1);
+  d.OnRenewed(t0 + 13s, 2);  // sent after t0 + 12 s
+  CHECK_FALSE(d.Leads(t0 + 13s));
+}
+
+TEST_CASE("resigning ends leadership and reports it", "[lease]") {
+  LeaseDecision d(core::LeaseTiming::ForTtl(15s));
+  d.Next(t0);
+  d.OnCreated(t0, 1);
+  d.TakeChange();
+  d.Resign();
+  CHECK(d.TakeChange() == Change::kLost);
+  CHECK_FALSE(d.Leads(t0));
+}
+
+TEST_CASE("the lease holder record round-trips and rejects other values", "[lease]") {
+  core::LeaseHolder h{"core-1", "node-a", 4242, 1764427800123, 1764427900456};
+  auto back = core::LeaseHolder::FromJson(h.ToJson());
+  REQUIRE(back);
+  CHECK(back->instance == "core-1");
+  CHECK(back->host == "node-a");
+  CHECK(back->pid == 4242);
+  CHECK(back->started_unix_ms == 1764427800123);
+  CHECK(back->acquired_unix_ms == 1764427900456);
+  CHECK(h.Describe() == "core-1 (node-a, pid 4242)");
+  CHECK_FALSE(core::LeaseHolder::FromJson("not json"));
+  CHECK_FALSE(core::LeaseHolder::FromJson("{\"instance\":\"x\"}"));
+  CHECK_FALSE(core::LeaseHolder::FromJson("[1,2]"));
+}
+
+TEST_CASE("a term flag stops with its parent, its own request or its deadline", "[stop]") {
+  core::StopFlag parent;
+  core::StopFlag term(&parent);
+  CHECK_FALSE(term.stopping());
+  CHECK_FALSE(term.WaitFor(20ms));
+  parent.Request();
+  CHECK(term.stopping());
+  CHECK(term.WaitFor(1s));
+
+  core::StopFlag own;
+  own.Request();
+  CHECK(own.stopping());
+
+  core::StopFlag timed;
+  timed.ExtendDeadline(std::chrono::steady_clock::now() + 50ms);
+  CHECK_FALSE(timed.stopping());
+  auto start = std::chrono::steady_clock::now();
+  CHECK(timed.WaitFor(5s));
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
+  timed.ExtendDeadline(std::chrono::steady_clock::now() + 1h);
+  CHECK_FALSE(timed.stopping());
+}
+
+TEST_CASE("a lost lease expires the term, a request only stops it", "[stop]") {
+  core::StopFlag lost;
+  lost.ExtendDeadline(std::chrono::steady_clock::now() + 1h);
+  CHECK_FALSE(lost.expired());
+  lost.Expire();
+  CHECK(lost.stopping());
+  CHECK(lost.expired());
+
+  core::StopFlag requested;
+  requested.ExtendDeadline(std::chrono::steady_clock::now() + 1h);
+  requested.Request();
+  CHECK(requested.stopping());
+  CHECK_FALSE(requested.expired());
+}
