@@ -1,6 +1,9 @@
 // webgen: publishes test web events to WEB_EVENTS, for benchmarks and manual runs.
-//   webgen --count N [--visitors V] [--sites ID,ID] [--rate R/s] [--prefix P]
-// NATS_URL as for the services. Prints the number published and the rate reached.
+//   webgen --count N [--visitors V] [--sites ID,ID] [--rate R/s] [--prefix P] [--stamp]
+//          [--wait-empty SECONDS]
+// NATS_URL as for the services. Prints the number published and the rate reached. With
+// --wait-empty it then waits until WEB_EVENTS holds no message (the replayer drained it) and
+// exits 0, or 1 after SECONDS; a cheap poll (one stream info a 50 ms) for timing a drain.
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
@@ -8,9 +11,11 @@
 #include <thread>
 
 #include "common/config.h"
+#include "common/nats_admin.h"
 #include "common/nats_async.h"
 #include "common/nats_client.h"
 #include "common/nats_stream.h"
+#include "common/topology.h"
 #include "tests/support/web_events.h"
 
 int main(int argc, char** argv) {
@@ -25,6 +30,9 @@ int main(int argc, char** argv) {
   app.add_option("--prefix", prefix, "event id prefix");
   bool stamp = false;
   app.add_flag("--stamp", stamp, "put the publish time (unix ns) in the event data as pub_ns");
+  double wait_empty = 0;
+  app.add_option("--wait-empty", wait_empty,
+                 "then wait up to this many seconds for an empty stream");
   CLI11_PARSE(app, argc, argv);
   auto reader = core::ConfigReader::FromProcess();
   auto common = core::ReadCommonConfig(reader, "127.0.0.1:0");
@@ -79,6 +87,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << "published " << count << " in " << secs << " s (" << count / secs << "/s)\n";
-  return 0;
+  if (count > 0) {
+    std::cout << "published " << count << " in " << secs << " s (" << count / secs << "/s)\n";
+  }
+  if (wait_empty <= 0) return 0;
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_empty);
+  while (std::chrono::steady_clock::now() < until) {
+    auto reading = core::nats_admin::ReadStream(**client, core::topology::kWebEvents);
+    if (reading && reading->messages == 0) return 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::cerr << "WEB_EVENTS not empty after " << wait_empty << " s\n";
+  return 1;
 }

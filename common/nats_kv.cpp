@@ -17,6 +17,12 @@ Result<std::unique_ptr<KvBucket>> KvBucket::Bind(NatsClient& client, const std::
   b->client_ = &client;
   natsStatus s = js_KeyValue(&b->kv_, client.js(), bucket.c_str());
   if (s != NATS_OK) return NatsError(s, "KV bucket " + bucket + " (run platformctl init)");
+  // GetMany asks for direct gets, which only a stream with allow_direct answers.
+  jsStreamInfo* si = nullptr;
+  if (js_GetStreamInfo(&si, client.js(), ("KV_" + bucket).c_str(), nullptr, nullptr) == NATS_OK) {
+    b->direct_ = si->Config != nullptr && si->Config->AllowDirect;
+    jsStreamInfo_Destroy(si);
+  }
   return b;
 }
 
@@ -50,14 +56,11 @@ struct SubDeleter {
   }
 };
 
-// The answer to a direct get of a key's last value, as Get() would give it. `no_responders`:
-// the bucket's stream does not answer direct gets (no allow_direct), ask it the slow way.
-Result<std::optional<KvValue>> DirectGetAnswer(natsMsg* m, const std::string& what,
-                                               bool& no_responders) {
+// The answer to a direct get of a key's last value, as Get() would give it.
+Result<std::optional<KvValue>> DirectGetAnswer(natsMsg* m, const std::string& what) {
   const char* status = nullptr;
   if (natsMsg_GetDataLength(m) == 0 && natsMsgHeader_Get(m, "Status", &status) == NATS_OK) {
     if (std::strcmp(status, "404") == 0) return std::optional<KvValue>();
-    if (std::strcmp(status, "503") == 0) no_responders = true;
     const char* desc = nullptr;
     natsMsgHeader_Get(m, "Description", &desc);
     return Error::Retryable(what + ": status " + status + (desc ? std::string(" ") + desc : ""));
@@ -83,6 +86,10 @@ std::vector<Result<std::optional<KvValue>>> KvBucket::GetMany(
   std::vector<Result<std::optional<KvValue>>> out(keys.size(),
                                                   Error::Retryable(what + ": no answer in time"));
   if (keys.empty()) return out;
+  if (!direct_) {
+    for (size_t i = 0; i < keys.size(); ++i) out[i] = Get(keys[i]);
+    return out;
+  }
   natsInbox* raw_inbox = nullptr;
   if (natsStatus s = natsInbox_Create(&raw_inbox); s != NATS_OK) {
     std::fill(out.begin(), out.end(), NatsError(s, what));
@@ -104,7 +111,6 @@ std::vector<Result<std::optional<KvValue>>> KvBucket::GetMany(
     if (s != NATS_OK) out[i] = NatsError(s, what + "/" + keys[i]);
   }
   std::vector<bool> answered(keys.size(), false);
-  std::vector<size_t> slow;  // no direct gets on this bucket
   size_t left = keys.size();
   auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(client_->request_timeout_ms());
@@ -120,13 +126,10 @@ std::vector<Result<std::optional<KvValue>>> KvBucket::GetMany(
     if (i < keys.size() && !answered[i]) {
       answered[i] = true;
       --left;
-      bool no_responders = false;
-      out[i] = DirectGetAnswer(m, what + "/" + keys[i], no_responders);
-      if (no_responders) slow.push_back(i);
+      out[i] = DirectGetAnswer(m, what + "/" + keys[i]);
     }
     natsMsg_Destroy(m);
   }
-  for (size_t i : slow) out[i] = Get(keys[i]);
   return out;
 }
 

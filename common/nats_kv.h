@@ -34,7 +34,8 @@ class KvBucket {
   // nullopt when the key is absent, deleted or expired.
   Result<std::optional<KvValue>> Get(const std::string& key);
   // Get for many keys in one round trip: every request is written before any answer is awaited
-  // (direct gets on a private inbox). The answers are in the order of `keys`.
+  // (direct gets on a private inbox; one Get per key on a bucket without allow_direct). The
+  // answers are in the order of `keys`.
   std::vector<Result<std::optional<KvValue>>> GetMany(const std::vector<std::string>& keys);
   Result<uint64_t> Put(const std::string& key, const std::string& value);
   // Fails with kPermanent when the key exists.
@@ -51,6 +52,7 @@ class KvBucket {
   KvBucket() = default;
   kvStore* kv_ = nullptr;         // owned
   NatsClient* client_ = nullptr;  // borrowed
+  bool direct_ = false;           // the stream answers direct gets (allow_direct)
   std::string name_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 #include "metricswriter/migrations.h"
@@ -167,9 +168,12 @@ core::Status Store::EnsureDays(std::span<const PendingBatch> batches, int64_t no
   // then dead-lettered with the reason. Anything else would store data that retention drops.
   const int64_t today = now_ns / kNsPerDay;
   std::set<int64_t> want;
+  int64_t last = std::numeric_limits<int64_t>::min();  // points come in runs of the same day
   for (const auto& pb : batches) {
     ForEachTime(pb.batch, [&](int64_t t) {
       int64_t day = t / kNsPerDay;
+      if (day == last) return;
+      last = day;
       if (day >= today - options_.retention_days && day <= today + 1 && !days_.count(day)) {
         want.insert(day);
       }
@@ -214,19 +218,37 @@ core::Result<WriteOutcome> Store::Write(std::span<const PendingBatch> batches, i
   bids += '}';
   seqs += '}';
   points += '}';
-  if (auto s = conn_->Exec("BEGIN"); !s.ok()) return Fail(s.error()).error();
-  auto ins = conn_->Query(
+  // Nearly every group holds only new batches, so first a plain INSERT: ON CONFLICT's
+  // speculative insertion cost PostgreSQL about half as much again per row (measured: 50,000
+  // rows in groups of 500, 600-840 ms against 435-465 ms). A batch id already there (SQLSTATE
+  // 23505: a redelivery, a replay, another writer) rolls that back, and the group goes again
+  // with ON CONFLICT DO NOTHING RETURNING, which says which batches were new.
+  const std::vector<core::pg::Param> params = {tenants, bids, seqs, points};
+  constexpr const char* kInsert =
       "INSERT INTO metrics.batches (tenant, batch_id, stream_seq, points) "
-      "SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::integer[]) "
-      "ON CONFLICT DO NOTHING RETURNING tenant, batch_id",
-      {tenants, bids, seqs, points});
+      "SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::integer[])";
+  if (auto s = conn_->Exec("BEGIN"); !s.ok()) return Fail(s.error()).error();
+  auto ins = conn_->Query(kInsert, params);
+  const bool all_new = ins.ok();
+  if (!ins.ok() && core::pg::SqlStateOf(ins.error()) == "23505" && !conn_->Broken()) {
+    if (auto s = conn_->Exec("ROLLBACK; BEGIN"); !s.ok()) return Fail(s.error()).error();
+    ins = conn_->Query(std::string(kInsert) + " ON CONFLICT DO NOTHING RETURNING tenant, batch_id",
+                       params);
+  }
   if (!ins.ok()) return Fail(ins.error()).error();
   encoder_.Begin();
-  for (int r = 0; r < ins->rows(); ++r) {
-    auto it = first.find({ins->Get(r, 0), ins->Get(r, 1)});
-    if (it == first.end()) continue;
-    out.stored[it->second] = true;
-    encoder_.Add(batches[it->second].batch, ids[it->second]);
+  if (all_new) {
+    for (const auto& [key, i] : first) {
+      out.stored[i] = true;
+      encoder_.Add(batches[i].batch, ids[i]);
+    }
+  } else {
+    for (int r = 0; r < ins->rows(); ++r) {
+      auto it = first.find({ins->Get(r, 0), ins->Get(r, 1)});
+      if (it == first.end()) continue;
+      out.stored[it->second] = true;
+      encoder_.Add(batches[it->second].batch, ids[it->second]);
+    }
   }
   encoder_.Finish();
   for (int t = 0; t < kTables; ++t) {

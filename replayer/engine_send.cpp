@@ -27,14 +27,18 @@ std::string FailureClass(int status) {
 }  // namespace
 
 void Engine::State::DrainInbox(TimePoint now) {
-  std::vector<NewEvent> events;
-  std::vector<PubDone> done;
+  // Swapped with the inbox, so both sides keep their capacity from one turn to the next.
+  std::vector<NewEvent>& events = drain_events;
+  std::vector<PubDone>& done = drain_done;
   {
     std::lock_guard lock(inbox_mu);
     events.swap(inbox_events);
     done.swap(inbox_done);
   }
   for (auto& e : events) Admit(std::move(e), now);
+  // Acked messages are freed together after the loop: nats.c hands each freed message to its
+  // collector thread, and wakes that thread once for a burst instead of once per message.
+  std::vector<core::Message>& acked = drain_acked;
   for (auto& d : done) {
     if (d.tag == 0) {
       if (!d.status) spdlog::warn("visit state not saved: {}", d.status.error().message);
@@ -54,10 +58,14 @@ void Engine::State::DrainInbox(TimePoint now) {
       spdlog::warn("ack of stored seq {} failed (the guard covers its redelivery): {}",
                    it->second.msg.stream_seq(), st.error().message);
     }
+    acked.push_back(std::move(it->second.msg));
     held.erase(it);
     held_count.fetch_sub(1);
   }
   if (!done.empty()) room_cv.notify_one();
+  acked.clear();
+  events.clear();
+  done.clear();
 }
 
 void Engine::State::Admit(NewEvent e, TimePoint now) {

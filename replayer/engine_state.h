@@ -112,6 +112,9 @@ struct Engine::State {
   std::mutex inbox_mu;
   std::vector<NewEvent> inbox_events;
   std::vector<PubDone> inbox_done;
+  std::vector<NewEvent> drain_events;      // engine thread: DrainInbox's side of the swap
+  std::vector<PubDone> drain_done;         // engine thread: same
+  std::vector<core::Message> drain_acked;  // engine thread: freed together, see DrainInbox
   std::thread intake;
   std::atomic<bool> intake_stop{false};
   std::condition_variable room_cv;  // the engine frees room: the intake may fetch again

@@ -11,12 +11,7 @@
 
 #include "tests/metricswriter/harness.h"
 
-using mwtest::Harness;
-using mwtest::JsonBatch;
-using mwtest::kBatches;
-using mwtest::kPoints;
-using mwtest::NowNs;
-using mwtest::Sleep;
+using namespace mwtest;  // NOLINT: the harness (Harness, JsonBatch, kBatches, Sleep...)
 
 namespace {
 

@@ -5,12 +5,7 @@
 
 #include "tests/metricswriter/harness.h"
 
-using mwtest::Harness;
-using mwtest::JsonBatch;
-using mwtest::kBatches;
-using mwtest::kPoints;
-using mwtest::NowNs;
-using mwtest::Sleep;
+using namespace mwtest;  // NOLINT: the harness (Harness, JsonBatch, kBatches, Sleep...)
 
 TEST_CASE("the same batch published three times is stored once", "[integration]") {
   Harness h;
@@ -109,5 +104,31 @@ TEST_CASE("SIGTERM finishes the work under way and exits 0", "[integration]") {
   auto next = h.StartWriter(1);
   CHECK(h.WaitCount(kBatches, 300, 20'000) == 300);
   CHECK(h.Count(kPoints) == 3000);
+  CHECK(h.ReadDlq().empty());
+}
+
+TEST_CASE("a group mixing stored and new batches stores only the new ones", "[integration]") {
+  Harness h;
+  h.Publish("t1", JsonBatch(2, NowNs()), "m-1");
+  {
+    auto first = h.StartWriter(0);
+    REQUIRE(h.WaitCount(kBatches, 1, 15'000) == 1);
+    first->Signal(SIGTERM);
+    REQUIRE(first->Wait(15'000) == 0);
+  }
+  // One group (published before the writer starts, long linger): a replay of the stored batch
+  // between two new ones. The plain insert of the group's ids fails on it and the group goes
+  // again with ON CONFLICT; the new ones are stored, the replay is acked as a duplicate.
+  h.Publish("t1", JsonBatch(2, NowNs()), "m-2");
+  h.Publish("t1", JsonBatch(2, NowNs()), "m-1.replay.API_DLQ.3");
+  h.Publish("t1", JsonBatch(2, NowNs()), "m-3");
+  auto writer = h.StartWriter(1, {{"METRICSWRITER_GROUP_LINGER", "1s"}});
+  REQUIRE(h.WaitCount(kBatches, 3, 15'000) == 3);
+  testsupport::WaitFor([&] { return h.Metric(1, "metricswriter_duplicates_skipped_total") == 1; },
+                       5'000);
+  CHECK(h.Metric(1, "metricswriter_duplicates_skipped_total") == 1);
+  CHECK(h.Metric(1, "metricswriter_batches_stored_total") == 2);
+  CHECK(h.Metric(1, "metricswriter_group_batches_count") == 1);  // one transaction group
+  CHECK(h.Count(kPoints) == 6);
   CHECK(h.ReadDlq().empty());
 }

@@ -28,7 +28,7 @@ void CheckSameAsGet(core::KvBucket& kv, const std::vector<std::string>& keys) {
   auto many = kv.GetMany(keys);
   REQUIRE(many.size() == keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
-    INFO("key " << keys[i]);
+    INFO("key " << keys[i] << ": " << (many[i].ok() ? std::string("ok") : many[i].error().message));
     auto one = kv.Get(keys[i]);
     REQUIRE(one.ok());
     REQUIRE(many[i].ok());
