@@ -75,21 +75,22 @@ DlqCommands::DlqCommands(CLI::App& app) : o_(std::make_unique<Options>()) {
       "dlq", "Dead-letter queues: list, replay to the origin stream, purge (secure erase)");
   o.dlq->require_subcommand(1);
   o.dlq->footer(std::string(kSelectionHelp) + "\n" + kDlqExitCodes);
-  auto queue = [&o](CLI::App* cmd) {
+  // What list, replay and purge share: the queue, the selection, the help footer.
+  auto common = [&o](CLI::App* cmd, SelectionOptions& sel) {
     cmd->add_option("--queue", o.queue, "web (WEB_DLQ) or api (API_DLQ)")
         ->required()
         ->check(CLI::IsMember({"web", "api"}));
+    sel.AddTo(cmd);
+    cmd->footer(std::string(kSelectionHelp) + "\n" + kDlqExitCodes);
   };
 
   o.list = o.dlq->add_subcommand(
       "list",
       "One line per message: DLQ sequence, dead-lettered time, key, origin stream and "
       "sequence, origin subject, payload size, reason. Never the payload.");
-  queue(o.list);
-  o.list_sel.AddTo(o.list);
+  common(o.list, o.list_sel);
   o.list->add_flag("--summary", o.summary, "Counts per reason and per key instead of lines");
   o.list->add_flag("--json", o.json, "One JSON object (a messages array, or the summary)");
-  o.list->footer(std::string(kSelectionHelp) + "\n" + kDlqExitCodes);
 
   o.replay = o.dlq->add_subcommand(
       "replay",
@@ -97,23 +98,19 @@ DlqCommands::DlqCommands(CLI::App& app) : o_(std::make_unique<Options>()) {
       "id <original>.replay.<dlq stream>.<dlq seq>, header Sa-Dlq-Replay), then securely erase "
       "each DLQ copy once the origin stream acknowledged it. Stops at the DLQ's last sequence "
       "when it started; Ctrl-C stops between batches, never between a publish and its erase.");
-  queue(o.replay);
-  o.replay_sel.AddTo(o.replay);
+  common(o.replay, o.replay_sel);
   o.rate_opt = o.replay->add_option("--rate", o.rate,
                                     "At most N messages per second (N or N/s), so a large replay "
                                     "does not swamp the consumers");
   o.replay->add_flag("--json", o.json, "The summary as one JSON object");
-  o.replay->footer(std::string(kSelectionHelp) + "\n" + kDlqExitCodes);
 
   o.purge = o.dlq->add_subcommand(
       "purge",
       "Securely erase the selected messages (the stored bytes are overwritten). Without --yes: "
       "say what would be erased and exit 4.");
-  queue(o.purge);
-  o.purge_sel.AddTo(o.purge);
+  common(o.purge, o.purge_sel);
   o.purge->add_flag("--yes", o.yes, "Really erase");
   o.purge->add_flag("--json", o.json, "The summary as one JSON object");
-  o.purge->footer(std::string(kSelectionHelp) + "\n" + kDlqExitCodes);
 
   o.erase = app.add_subcommand(
       "erase",

@@ -11,6 +11,7 @@ namespace platformctl::dlq {
 namespace {
 
 using core::ErrorKind;
+using core::nats_dlq::StoredMessage;
 using Clock = std::chrono::steady_clock;
 
 // The origin stream as the server has it now; nullopt when it does not exist.
@@ -110,46 +111,33 @@ int RunReplay(RunEnv& env, const QueueInfo& q, const Selection& sel, double rate
     progress.Show(ProgressLine(summary, RunKind::kReplay, q, looked_at,
                                walk->browser->initial_pending(), SecondsSince(start)));
   };
-  while (true) {
-    // Messages gathered but not yet published are simply left in the DLQ by a stop.
-    if (env.stop.stopping()) {
-      summary.MarkStopped(kInterrupted);
-      break;
-    }
-    auto next = walk->browser->Next();
-    if (!next) {
-      summary.MarkStopped(next.error().message);
-      break;
-    }
-    if (!*next) {
-      batch.Flush();
-      break;
-    }
-    auto& m = **next;
-    ++looked_at;
-    if (!sel.Matches(EntryOf(q, m))) continue;
+  // Messages gathered but not yet published are simply left in the DLQ by a stop.
+  const bool whole = ForEachInWalk(env, *walk, summary, looked_at, [&](StoredMessage& m) {
+    if (!sel.Matches(EntryOf(q, m))) return true;
     if (auto wait = pacer.Next(Clock::now() - start); wait.count() > 0) {
       // Paced: publish what is gathered before sleeping, so nothing waits half-done.
       auto due = Clock::now() + wait;
-      if (!batch.Flush()) break;
+      if (!batch.Flush()) return false;
       show();
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(due - Clock::now());
       if (left.count() > 0 && env.stop.WaitFor(left)) {
         summary.MarkStopped(kInterrupted);
-        break;
+        return false;
       }
     }
     ReplayPlan plan = PlanReplay(q, m.seq, m.headers, std::move(m.data), *origin);
     if (!plan.publish) {
       summary.Add(m.seq, Outcome::kSkipped, plan.skip_why);
-      continue;
+      return true;
     }
     batch.Add(m.seq, std::move(plan.out));
     if (batch.size() >= kBatch) {
-      if (!batch.Flush()) break;
+      if (!batch.Flush()) return false;
       show();
     }
-  }
+    return true;
+  });
+  if (whole) batch.Flush();
   progress.Clear();
   if (json)
     PrintSummaryJson(summary, RunKind::kReplay, q, sel.Describe(), walk->end_seq, env.out);

@@ -96,6 +96,24 @@ core::Result<Walk> OpenWalk(core::NatsClient& client, const QueueInfo& q,
   return w;
 }
 
+bool ForEachInWalk(RunEnv& env, Walk& walk, RunSummary& summary, uint64_t& looked_at,
+                   const std::function<bool(StoredMessage&)>& visit) {
+  while (true) {
+    if (env.stop.stopping()) {
+      summary.MarkStopped(kInterrupted);
+      return false;
+    }
+    auto next = walk.browser->Next();
+    if (!next) {
+      summary.MarkStopped(next.error().message);
+      return false;
+    }
+    if (!*next) return true;
+    ++looked_at;
+    if (!visit(**next)) return false;
+  }
+}
+
 int Fail(RunEnv& env, const core::Error& e) {
   env.err << "platformctl: " << e.message << "\n";
   return e.kind == ErrorKind::kRetryable ? 3 : 1;
@@ -160,28 +178,18 @@ int RunPurge(RunEnv& env, const QueueInfo& q, const Selection& sel, bool yes, bo
   Progress progress(env.err, env.progress);
   const auto start = Clock::now();
   uint64_t looked_at = 0;
-  while (true) {
-    if (env.stop.stopping()) {
-      summary.MarkStopped(kInterrupted);
-      break;
-    }
-    auto next = walk->browser->Next();
-    if (!next) {
-      summary.MarkStopped(next.error().message);
-      break;
-    }
-    if (!*next) break;
-    ++looked_at;
-    Entry e = EntryOf(q, **next);
-    if (!sel.Matches(e)) continue;
+  ForEachInWalk(env, *walk, summary, looked_at, [&](StoredMessage& m) {
+    Entry e = EntryOf(q, m);
+    if (!sel.Matches(e)) return true;
     if (!yes) {
       would.Add(e);
-      continue;
+      return true;
     }
-    if (!eraser.Add(e.seq)) break;
+    if (!eraser.Add(e.seq)) return false;
     progress.Show(ProgressLine(summary, RunKind::kPurge, q, looked_at,
                                walk->browser->initial_pending(), SecondsSince(start)));
-  }
+    return true;
+  });
   if (!summary.stopped()) eraser.Flush();
   progress.Clear();
   if (!yes) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -48,6 +49,13 @@ struct Walk {
 core::Result<Walk> OpenWalk(core::NatsClient& client, const QueueInfo& q,
                             const std::string& filter_subject, uint64_t start_seq,
                             int64_t start_time_ns, uint64_t end_seq_cap, bool headers_only);
+
+// Hands the walk's messages to `visit` in order until the walk ends (true), or false when a
+// stop request (recorded in `summary` as interrupted), a read error (recorded with its message)
+// or `visit` returning false ended it first. `looked_at` counts the messages read. A stop is
+// looked at before each read only, so what `visit` began for a message it finishes.
+bool ForEachInWalk(RunEnv& env, Walk& walk, RunSummary& summary, uint64_t& looked_at,
+                   const std::function<bool(core::nats_dlq::StoredMessage&)>& visit);
 
 // Prints the error and returns the exit code for it (3 when NATS did not answer, else 1).
 int Fail(RunEnv& env, const core::Error& e);

@@ -33,33 +33,21 @@ int RunErase(dlq::RunEnv& env, const Request& r, bool json) {
   dlq::Progress progress(env.err, env.progress);
   const auto start = Clock::now();
   uint64_t looked_at = 0;
-  while (true) {
-    if (env.stop.stopping()) {
-      summary.MarkStopped(dlq::kInterrupted);
-      break;
-    }
-    auto next = walk->browser->Next();
-    if (!next) {
-      summary.MarkStopped(next.error().message);
-      break;
-    }
-    if (!*next) break;
-    ++looked_at;
-    const auto& m = **next;
+  dlq::ForEachInWalk(env, *walk, summary, looked_at, [&](core::nats_dlq::StoredMessage& m) {
     std::string_view key = std::string_view(m.subject).substr(q.dlq_prefix.size());
     Match match = Matches(r, key, m.data);
-    if (match == Match::kNo) continue;
+    if (match == Match::kNo) return true;
     if (match == Match::kUnreadable) {
       summary.Add(m.seq, dlq::Outcome::kSkipped,
                   "not JSON, so its visitor is unknown: kept (erase the whole site with "
                   "platformctl erase --site if it must go)");
-      continue;
+      return true;
     }
-    if (!eraser.Add(m.seq)) break;
+    if (!eraser.Add(m.seq)) return false;
     progress.Show(dlq::ProgressLine(summary, dlq::RunKind::kErase, q, looked_at,
-                                    walk->browser->initial_pending(),
-                                    std::chrono::duration<double>(Clock::now() - start).count()));
-  }
+                                    walk->browser->initial_pending(), dlq::SecondsSince(start)));
+    return true;
+  });
   if (!summary.stopped()) eraser.Flush();
   progress.Clear();
 

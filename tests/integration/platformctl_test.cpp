@@ -6,6 +6,7 @@
 
 #include "common/nats_client.h"
 #include "common/nats_stream.h"
+#include "tests/support/nats_cluster.h"
 #include "tests/support/test_stack.h"
 
 using testsupport::Capture;
@@ -17,14 +18,6 @@ std::string Ctl(const TestStack& stack, const std::string& args, int* rc) {
   return Capture("NATS_URL=" + stack.Env("NATS_URL") + " " + testsupport::BinaryDir() +
                      "/platformctl/platformctl " + args + " 2>&1",
                  rc);
-}
-
-std::unique_ptr<core::NatsClient> Connect(const TestStack& stack) {
-  core::CommonConfig c;
-  c.nats_urls = {stack.Env("NATS_URL")};
-  auto client = core::NatsClient::Connect(c, {});
-  REQUIRE(client.ok());
-  return std::move(*client);
 }
 
 const nlohmann::json& Stream(const nlohmann::json& doc, const std::string& name) {
@@ -66,19 +59,10 @@ TEST_CASE("init provisions once and a second run changes nothing", "[integration
 
 TEST_CASE("init reports a conflicting stream and leaves it alone", "[integration][platformctl]") {
   TestStack stack({"nats"});
-  auto client = Connect(stack);
+  auto client = testsupport::ConnectNats(stack);
   // Someone created WEB_EVENTS by hand, with limits retention, and it holds a message.
-  jsStreamConfig cfg;
-  jsStreamConfig_Init(&cfg);
-  cfg.Name = "WEB_EVENTS";
-  const char* subjects[] = {"web.events.*"};
-  cfg.Subjects = subjects;
-  cfg.SubjectsLen = 1;
-  cfg.Retention = js_LimitsPolicy;
-  cfg.Storage = js_FileStorage;
-  jsStreamInfo* si = nullptr;
-  REQUIRE(js_AddStream(&si, client->js(), &cfg, nullptr, nullptr) == NATS_OK);
-  jsStreamInfo_Destroy(si);
+  REQUIRE(
+      testsupport::AddRawStream(*client, {.name = "WEB_EVENTS", .subject = "web.events.*"}).ok());
   core::OutMessage m;
   m.subject = "web.events.site";
   m.data = "precious";
@@ -94,7 +78,7 @@ TEST_CASE("init reports a conflicting stream and leaves it alone", "[integration
   CHECK_THAT(out, Catch::Contains("API_METRICS: created"));
   CHECK_THAT(out, Catch::Contains("init incomplete"));
   // Not recreated: the message is still there.
-  si = nullptr;
+  jsStreamInfo* si = nullptr;
   REQUIRE(js_GetStreamInfo(&si, client->js(), "WEB_EVENTS", nullptr, nullptr) == NATS_OK);
   CHECK(si->State.Msgs == 1);
   CHECK(si->Config->Retention == js_LimitsPolicy);
@@ -108,7 +92,7 @@ TEST_CASE("streams keeps pending and unacked apart", "[integration][platformctl]
                       "/platformctl/platformctl init",
                   &rc) != "");
   REQUIRE(rc == 0);
-  auto client = Connect(stack);
+  auto client = testsupport::ConnectNats(stack);
   constexpr int kN = 3000;
   constexpr int kM = 1000;
   for (int i = 0; i < kN; ++i) {

@@ -100,7 +100,9 @@ TEST_CASE("read-only database for 60 s holds batches then stores them", "[integr
   auto& pg = h.pg();
   REQUIRE(pg.Exec("ALTER DATABASE metrics SET default_transaction_read_only = on").ok());
   // The setting applies to new sessions: end the writer's so it reconnects into read-only.
-  REQUIRE(pg.Exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+  // Wait (up to 5 s) for each to be gone, not only signalled: a session in the middle of a
+  // commit finishes it first, and the count below must come after.
+  REQUIRE(pg.Exec("SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
                   "WHERE application_name = 'metricswriter'")
               .ok());
   const auto read_only = Clock::now();

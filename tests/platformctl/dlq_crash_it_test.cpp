@@ -27,7 +27,7 @@ TEST_CASE("dlq replay killed with -9 and run again stores every message exactly 
   const int kRuns = std::getenv("DLQ_CRASH_RUNS") ? std::atoi(std::getenv("DLQ_CRASH_RUNS")) : 10;
   TestStack stack({"nats"});
   dlqtest::Init(stack);
-  auto client = dlqtest::Connect(stack);
+  auto client = testsupport::ConnectNats(stack);
   std::random_device rd;
   const unsigned seed = rd();
   std::mt19937 gen(seed);

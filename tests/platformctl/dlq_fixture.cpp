@@ -70,14 +70,6 @@ void PublishAll(core::NatsClient& client, const std::vector<core::OutMessage>& m
   REQUIRE(bad == 0);
 }
 
-std::unique_ptr<core::NatsClient> Connect(const testsupport::TestStack& stack) {
-  core::CommonConfig c;
-  c.nats_urls = {stack.Env("NATS_URL")};
-  auto client = core::NatsClient::Connect(c, {});
-  REQUIRE(client.ok());
-  return std::move(*client);
-}
-
 std::vector<Held> ReadAll(core::NatsClient& client, const std::string& stream) {
   // A temporary pull consumer reads the whole stream in a few round trips (a work-queue
   // stream allows no ordered consumer); nothing is acked, and deleting it releases everything.

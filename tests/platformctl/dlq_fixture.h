@@ -12,6 +12,7 @@
 
 #include "common/nats_client.h"
 #include "common/nats_stream.h"
+#include "tests/support/nats_cluster.h"
 #include "tests/support/test_stack.h"
 
 namespace dlqtest {
@@ -38,8 +39,6 @@ std::string Payload(const Seed& seed);
 core::OutMessage DeadLetter(const Seed& seed);
 // Publishes all and waits until the DLQ stream acknowledged every one (fails the test if not).
 void PublishAll(core::NatsClient& client, const std::vector<core::OutMessage>& messages);
-
-std::unique_ptr<core::NatsClient> Connect(const testsupport::TestStack& stack);
 
 // Sequences held by a stream now (any retention), in order, with their subject and headers.
 struct Held {

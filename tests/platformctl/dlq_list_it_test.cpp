@@ -53,7 +53,7 @@ std::vector<uint64_t> ListSeqs(const TestStack& stack, const std::string& select
 TEST_CASE("dlq list selects exactly and never shows a payload", "[integration][dlq]") {
   TestStack stack({"nats"});
   dlqtest::Init(stack);
-  auto client = dlqtest::Connect(stack);
+  auto client = testsupport::ConnectNats(stack);
 
   // Two batches a second apart, so a time bound splits them at seq 500/501.
   std::vector<core::OutMessage> first, second;

@@ -33,7 +33,7 @@ std::set<uint64_t> SeqsOf(core::NatsClient& client, const std::string& stream) {
 TEST_CASE("dlq purge erases the stored bytes of the selection only", "[integration][dlq]") {
   TestStack stack({"nats"});
   dlqtest::Init(stack);
-  auto client = dlqtest::Connect(stack);
+  auto client = testsupport::ConnectNats(stack);
   // seq 1..20: site-p, to purge; 21..25: site-k, kept; 26: deleted the plain way (control).
   std::vector<core::OutMessage> msgs;
   for (int i = 1; i <= 26; ++i) {
@@ -96,7 +96,7 @@ TEST_CASE("dlq erase removes exactly a site's, a visitor's or a tenant's DLQ mes
           "[integration][dlq]") {
   TestStack stack({"nats"});
   dlqtest::Init(stack);
-  auto client = dlqtest::Connect(stack);
+  auto client = testsupport::ConnectNats(stack);
   auto web = [](const std::string& site, const std::string& visitor, int i) {
     Seed s;
     s.key = site;

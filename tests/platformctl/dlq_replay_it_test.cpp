@@ -51,7 +51,7 @@ testsupport::ChildProcess StartCtl(const TestStack& stack, const std::vector<std
 TEST_CASE("dlq replay puts the selection back and keeps the rest", "[integration][dlq]") {
   TestStack stack({"nats"});
   dlqtest::Init(stack);
-  auto client = dlqtest::Connect(stack);
+  auto client = testsupport::ConnectNats(stack);
 
   // seq 1..40: site-a (odd) and site-b (even); seq 41: site-a with a foreign origin subject;
   // seq 42..43: api messages of tenant t1.
@@ -158,7 +158,7 @@ TEST_CASE("dlq replay stops at the last sequence of its start, paces, and stops 
           "[integration][dlq]") {
   TestStack stack({"nats"});
   dlqtest::Init(stack);
-  auto client = dlqtest::Connect(stack);
+  auto client = testsupport::ConnectNats(stack);
   std::vector<core::OutMessage> msgs;
   for (int i = 1; i <= 60; ++i) msgs.push_back(dlqtest::DeadLetter(WebSeed("site-c", i)));
   dlqtest::PublishAll(*client, msgs);

@@ -1,7 +1,6 @@
 // KvBucket::GetMany (the replayer's batched duplicate-guard and visit-state reads) against a
 // real nats-server: the same answers as one Get per key, for present, absent and deleted keys,
 // and for a bucket without direct gets.
-#include <nats/nats.h>
 
 #include <catch2/catch.hpp>
 #include <string>
@@ -10,19 +9,12 @@
 #include "common/nats_client.h"
 #include "common/nats_kv.h"
 #include "common/topology.h"
+#include "tests/support/nats_cluster.h"
 #include "tests/support/test_stack.h"
 
 using testsupport::TestStack;
 
 namespace {
-
-std::unique_ptr<core::NatsClient> Connect(const TestStack& stack) {
-  core::CommonConfig c;
-  c.nats_urls = {stack.Env("NATS_URL")};
-  auto client = core::NatsClient::Connect(c, {});
-  REQUIRE(client.ok());
-  return std::move(*client);
-}
 
 void CheckSameAsGet(core::KvBucket& kv, const std::vector<std::string>& keys) {
   auto many = kv.GetMany(keys);
@@ -49,7 +41,7 @@ TEST_CASE("KV GetMany answers as Get does, in one round trip", "[integration][kv
                            "/platformctl/platformctl init 2>&1",
                        &rc);
   REQUIRE(rc == 0);
-  auto client = Connect(stack);
+  auto client = testsupport::ConnectNats(stack);
   auto kv = core::KvBucket::Bind(*client, core::topology::kStoredIdsBucket);
   REQUIRE(kv.ok());
   std::vector<std::string> keys;
@@ -73,20 +65,13 @@ TEST_CASE("KV GetMany answers as Get does, in one round trip", "[integration][kv
 
 TEST_CASE("KV GetMany falls back to Get on a bucket without direct gets", "[integration][kv]") {
   TestStack stack({"nats"});
-  auto client = Connect(stack);
+  auto client = testsupport::ConnectNats(stack);
   // A bucket's stream made without allow_direct, as older tools did: direct gets find no
   // responder and GetMany must still answer.
-  jsStreamConfig cfg;
-  jsStreamConfig_Init(&cfg);
-  cfg.Name = "KV_plain_kv";
-  const char* subjects[] = {"$KV.plain_kv.>"};
-  cfg.Subjects = subjects;
-  cfg.SubjectsLen = 1;
-  cfg.MaxMsgsPerSubject = 1;
-  cfg.AllowDirect = false;
-  jsStreamInfo* si = nullptr;
-  REQUIRE(js_AddStream(&si, client->js(), &cfg, nullptr, nullptr) == NATS_OK);
-  jsStreamInfo_Destroy(si);
+  REQUIRE(
+      testsupport::AddRawStream(
+          *client, {.name = "KV_plain_kv", .subject = "$KV.plain_kv.>", .max_msgs_per_subject = 1})
+          .ok());
   auto kv = core::KvBucket::Bind(*client, "plain_kv");
   REQUIRE(kv.ok());
   REQUIRE((*kv)->Put("a", "1").ok());

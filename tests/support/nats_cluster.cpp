@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <thread>
 
 #include "common/nats_status.h"
@@ -37,6 +38,32 @@ nlohmann::json MonitorJson(const std::string& url) {
 }
 
 }  // namespace
+
+std::unique_ptr<core::NatsClient> ConnectNats(const TestStack& stack) {
+  core::CommonConfig c;
+  c.nats_urls = {stack.Env("NATS_URL")};
+  auto client = core::NatsClient::Connect(c, {});
+  if (!client) throw std::runtime_error("connect to NATS: " + client.error().message);
+  return std::move(*client);
+}
+
+core::Status AddRawStream(core::NatsClient& client, const RawStream& spec) {
+  jsStreamConfig cfg;
+  jsStreamConfig_Init(&cfg);
+  cfg.Name = spec.name.c_str();
+  const char* subjects[] = {spec.subject.c_str()};
+  cfg.Subjects = subjects;
+  cfg.SubjectsLen = 1;
+  cfg.Retention = js_LimitsPolicy;
+  cfg.Storage = js_FileStorage;
+  cfg.MaxMsgsPerSubject = spec.max_msgs_per_subject;
+  cfg.AllowDirect = spec.allow_direct;
+  jsStreamInfo* si = nullptr;
+  natsStatus s = js_AddStream(&si, client.js(), &cfg, nullptr, nullptr);
+  jsStreamInfo_Destroy(si);
+  if (s != NATS_OK) return core::NatsError(s, "add stream " + spec.name);
+  return core::Status();
+}
 
 int NodeOfServer(const std::string& server_name) {
   const std::string prefix = "nats-";

@@ -7,6 +7,8 @@
 // cluster and may be made from any thread while the NatsClient lives.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,19 @@
 #include "tests/support/test_stack.h"
 
 namespace testsupport {
+
+// A client of the stack's NATS (every node's URL); throws when it cannot connect.
+std::unique_ptr<core::NatsClient> ConnectNats(const TestStack& stack);
+
+// A stream made by hand or by an older tool, not by platformctl init: limits retention, file
+// storage, no direct gets unless asked.
+struct RawStream {
+  std::string name;
+  std::string subject;
+  int64_t max_msgs_per_subject = -1;
+  bool allow_direct = false;
+};
+core::Status AddRawStream(core::NatsClient& client, const RawStream& spec);
 
 // A raft group of JetStream: a stream (consumer empty) or one of its consumers.
 struct RaftAsset {
