@@ -203,6 +203,11 @@ CommonConfig ReadCommonConfig(ConfigReader& r, const std::string& default_metric
   c.nats_user = r.String("NATS_USER", "");
   c.nats_password = r.String("NATS_PASSWORD", "");
   c.nats_creds = r.String("NATS_CREDS", "");
+  c.nats_inbox_prefix = r.String("NATS_INBOX_PREFIX", "");
+  if (c.nats_inbox_prefix.find_first_of(" \t.*>") != std::string::npos) {
+    r.Fail("NATS_INBOX_PREFIX",
+           "'" + c.nats_inbox_prefix + "' must be one subject token (no '.', '*', '>' or spaces)");
+  }
   if (!c.nats_user.empty() && c.nats_password.empty()) {
     r.Fail("NATS_PASSWORD", "is required when NATS_USER is set");
   }

@@ -60,6 +60,9 @@ struct CommonConfig {
   std::string nats_user;
   std::string nats_password;
   std::string nats_creds;
+  // Replies come to "<prefix>.<id>" (nats.c's default "_INBOX" when empty). A deployment gives
+  // each user its own prefix and allows it only that, so no user can read another's replies.
+  std::string nats_inbox_prefix;
   std::string metrics_listen;
   std::string log_level;
   std::string log_format;

@@ -66,6 +66,9 @@ Result<std::unique_ptr<NatsClient>> NatsClient::Connect(const CommonConfig& conf
   if (s == NATS_OK && !config.nats_creds.empty()) {
     s = natsOptions_SetUserCredentialsFromFiles(opts.get(), config.nats_creds.c_str(), nullptr);
   }
+  if (s == NATS_OK && !config.nats_inbox_prefix.empty()) {
+    s = natsOptions_SetCustomInboxPrefix(opts.get(), config.nats_inbox_prefix.c_str());
+  }
   // Reconnect for ever: a core service outlives any NATS node restart.
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts.get(), -1);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts.get(), 500);
@@ -93,6 +96,15 @@ Result<std::unique_ptr<NatsClient>> NatsClient::Connect(const CommonConfig& conf
     return NatsError(s, "JetStream context");
   }
   return client;
+}
+
+Result<std::string> NatsClient::NewInbox() const {
+  natsInbox* raw = nullptr;
+  if (natsStatus s = natsInbox_Create(&raw); s != NATS_OK) return NatsError(s, "new inbox");
+  std::string inbox(raw);  // "_INBOX.<unique id>"
+  natsInbox_Destroy(raw);
+  if (config_.nats_inbox_prefix.empty()) return inbox;
+  return config_.nats_inbox_prefix + inbox.substr(inbox.find('.'));
 }
 
 Result<std::unique_ptr<NatsClient>> NatsClient::Sibling(const Options& options) const {

@@ -42,6 +42,9 @@ class NatsClient {
   natsConnection* conn() const { return conn_; }
   jsCtx* js() const { return js_; }
   int64_t request_timeout_ms() const { return timeout_ms_; }
+  // A new unique reply subject under this connection's inbox prefix (the one nats.c's own
+  // requests use), for a subscription that gathers replies to requests sent by hand.
+  Result<std::string> NewInbox() const;
 
  private:
   NatsClient() = default;

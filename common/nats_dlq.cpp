@@ -308,12 +308,10 @@ std::vector<Status> EraseAll(NatsClient& client, const std::string& stream,
                              const std::vector<uint64_t>& seqs, Millis timeout) {
   std::vector<std::optional<Status>> got(seqs.size());
   auto what = [&](size_t i) { return "erase " + stream + " #" + std::to_string(seqs[i]); };
-  natsInbox* inbox = nullptr;
-  natsStatus s = natsInbox_Create(&inbox);
-  std::string prefix = s == NATS_OK ? inbox : "";
-  natsInbox_Destroy(inbox);
+  auto inbox = client.NewInbox();
+  if (!inbox) return std::vector<Status>(seqs.size(), Status(inbox.error()));
   natsSubscription* raw = nullptr;
-  if (s == NATS_OK) s = natsConnection_SubscribeSync(&raw, client.conn(), (prefix + ".*").c_str());
+  natsStatus s = natsConnection_SubscribeSync(&raw, client.conn(), (*inbox + ".*").c_str());
   std::unique_ptr<natsSubscription, SubDeleter> sub(raw);
   if (s != NATS_OK) {
     Error e = NatsError(s, "erase " + stream + ": reply subscription");
@@ -324,7 +322,7 @@ std::vector<Status> EraseAll(NatsClient& client, const std::string& stream,
   for (size_t i = 0; i < seqs.size(); ++i) {
     std::string body = "{\"seq\":" + std::to_string(seqs[i]) + "}";  // no "no_erase": erase
     s = natsConnection_PublishRequest(client.conn(), subject.c_str(),
-                                      (prefix + "." + std::to_string(i)).c_str(), body.data(),
+                                      (*inbox + "." + std::to_string(i)).c_str(), body.data(),
                                       static_cast<int>(body.size()));
     if (s != NATS_OK) {
       got[i] = Status(NatsError(s, what(i)));

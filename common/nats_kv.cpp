@@ -46,9 +46,6 @@ Result<std::optional<KvValue>> KvBucket::Get(const std::string& key) {
 
 namespace {
 
-struct InboxDeleter {
-  void operator()(natsInbox* i) const { natsInbox_Destroy(i); }
-};
 struct SubDeleter {
   void operator()(natsSubscription* s) const {
     natsSubscription_Unsubscribe(s);
@@ -90,13 +87,12 @@ std::vector<Result<std::optional<KvValue>>> KvBucket::GetMany(
     for (size_t i = 0; i < keys.size(); ++i) out[i] = Get(keys[i]);
     return out;
   }
-  natsInbox* raw_inbox = nullptr;
-  if (natsStatus s = natsInbox_Create(&raw_inbox); s != NATS_OK) {
-    std::fill(out.begin(), out.end(), NatsError(s, what));
+  auto inbox = client_->NewInbox();
+  if (!inbox) {
+    std::fill(out.begin(), out.end(), inbox.error());
     return out;
   }
-  std::unique_ptr<natsInbox, InboxDeleter> inbox(raw_inbox);
-  std::string prefix = std::string(inbox.get()) + ".";
+  std::string prefix = *inbox + ".";
   natsSubscription* raw_sub = nullptr;
   natsStatus s = natsConnection_SubscribeSync(&raw_sub, client_->conn(), (prefix + "*").c_str());
   if (s != NATS_OK) {

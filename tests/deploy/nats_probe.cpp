@@ -111,11 +111,12 @@ void PrintReply(natsMsg* m) {
 }
 
 // Publishes with a private reply subject and waits for the reply or a refusal.
-int Request(natsConnection* nc, const std::string& subject, const std::string& body,
+int Request(natsConnection* nc, const std::string& inbox_prefix, const std::string& subject,
+            const std::string& body,
             const std::vector<std::pair<std::string, std::string>>& headers, Refusals& r) {
   char inbox[128];
   std::snprintf(
-      inbox, sizeof(inbox), "_INBOX.probe%lld",
+      inbox, sizeof(inbox), "%s.probe%lld", inbox_prefix.c_str(),
       static_cast<long long>(std::chrono::steady_clock::now().time_since_epoch().count()));
   natsSubscription* raw = nullptr;
   if (auto s = natsConnection_SubscribeSync(&raw, nc, inbox); s != NATS_OK)
@@ -213,6 +214,9 @@ int main(int argc, char** argv) {
     natsOptions_SetServers(opts.get(), urls.data(), static_cast<int>(urls.size()));
     if (!config.nats_user.empty())
       natsOptions_SetUserInfo(opts.get(), config.nats_user.c_str(), config.nats_password.c_str());
+    // The user's own inbox prefix, as the services set it (NATS_INBOX_PREFIX).
+    if (!config.nats_inbox_prefix.empty())
+      natsOptions_SetCustomInboxPrefix(opts.get(), config.nats_inbox_prefix.c_str());
     natsOptions_SetErrorHandler(opts.get(), OnError, &refusals);
     natsOptions_SetName(opts.get(), "nats_probe");
     natsConnection* c_raw = nullptr;
@@ -224,8 +228,10 @@ int main(int argc, char** argv) {
       return kFailed;
     }
     Conn nc(c_raw);
+    const std::string inbox =
+        config.nats_inbox_prefix.empty() ? "_INBOX" : config.nats_inbox_prefix;
     if (op == "req") {
-      rc = Request(nc.get(), argv[2], argc > 3 ? argv[3] : "", {}, refusals);
+      rc = Request(nc.get(), inbox, argv[2], argc > 3 ? argv[3] : "", {}, refusals);
     } else if (op == "pub" && argc >= 4) {
       std::vector<std::pair<std::string, std::string>> headers;
       for (int i = 4; i < argc; ++i) {
@@ -234,7 +240,7 @@ int main(int argc, char** argv) {
         headers.emplace_back(std::string(argv[i], static_cast<size_t>(eq - argv[i])),
                              std::string(eq + 1));
       }
-      rc = Request(nc.get(), argv[2], argv[3], headers, refusals);
+      rc = Request(nc.get(), inbox, argv[2], argv[3], headers, refusals);
     } else if (op == "sub") {
       rc = Subscribe(nc.get(), argv[2], refusals);
     } else if (op == "kvget" && argc == 4) {

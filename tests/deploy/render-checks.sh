@@ -95,7 +95,7 @@ def env(name):
     return out
 r = env("replayer")
 for k, v in {"REPLAYER_WORKERS": "128", "REPLAYER_MAX_IN_FLIGHT": "900",
-             "NATS_USER": "replayer"}.items():
+             "NATS_USER": "replayer", "NATS_INBOX_PREFIX": "_INBOX_replayer"}.items():
     if r.get(k) != v:
         problems.append(f"replayer.env {k}={r.get(k)}, expected {v}")
 if r.get("UMAMI_URLS", "").count("http://umami-") != 4:
@@ -103,6 +103,8 @@ if r.get("UMAMI_URLS", "").count("http://umami-") != 4:
 for name, user in [("metricswriter", "metricswriter"), ("exporter", "exporter"),
                    ("platformctl", "platformctl")]:
     e = env(name)
+    if e.get("NATS_INBOX_PREFIX") != "_INBOX_" + user:
+        problems.append(f"{name}.env NATS_INBOX_PREFIX {e.get('NATS_INBOX_PREFIX')}")
     if e.get("NATS_USER") != user or not e.get("NATS_PASSWORD") or "nats://" not in e.get("NATS_URL", ""):
         problems.append(f"{name}.env NATS identity {e.get('NATS_USER')} / {e.get('NATS_URL')}")
 if not env("metricswriter").get("DATABASE_URL"):

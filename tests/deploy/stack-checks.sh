@@ -136,7 +136,9 @@ job_checks() {
     "[ \"\$(curl -fsS $rm | grep -x 'replayer_leader 1')\" ] && [ \"\$(curl -fsS $mm | grep -x 'metricswriter_leader 1')\" ]"
   check "/healthz of replayer, metricswriter and exporter answer 200" bash -c \
     "for p in $REPLAYER_PORT $METRICSWRITER_PORT $EXPORTER_PORT; do curl -fsS -m 2 http://127.0.0.1:\$p/healthz >/dev/null || exit 1; done"
-  check "exporter (user exporter) keeps pending and unacked apart per consumer" bash -c \
+  # The exporter reads JetStream every few seconds: a consumer made since its last reading
+  # shows at the next one.
+  wait_for 20 "exporter (user exporter) keeps pending and unacked apart per consumer" bash -c \
     "curl -fsS $em | grep -q '^jetstream_consumer_unacked{stream=\"WEB_EVENTS\",consumer=\"replayer\"}' &&
      curl -fsS $em | grep -q '^jetstream_consumer_pending{stream=\"API_METRICS\",consumer=\"metricswriter\"}'"
 
@@ -169,6 +171,7 @@ refusal_checks() {
   local next='{"batch":1,"no_wait":true}' del='{"seq":1}'
   # Positive controls: the probe sees an allowed operation as allowed.
   expect allowed replayer "read its own lease" kvget locks replayer
+  expect allowed replayer "subscribe to its own inbox" sub '_INBOX_replayer.probe'
   expect allowed metricswriter "read its own lease" kvget locks metricswriter
   expect allowed platformctl "read WEB_DLQ's state" req '$JS.API.STREAM.INFO.WEB_DLQ'
   expect allowed platformctl "erase a message of WEB_DLQ (its job)" req '$JS.API.STREAM.MSG.DELETE.WEB_DLQ' '{"seq":2}'
@@ -191,6 +194,8 @@ refusal_checks() {
   expect refused replayer "purge WEB_EVENTS" req '$JS.API.STREAM.PURGE.WEB_EVENTS'
   expect refused replayer "delete the stream WEB_EVENTS" req '$JS.API.STREAM.DELETE.WEB_EVENTS'
   expect refused replayer "read the metricswriter's lease" kvget locks metricswriter
+  expect refused replayer "read replies on the shared inbox" sub '_INBOX.>'
+  expect refused replayer "read the platformctl user's replies" sub '_INBOX_platformctl.>'
   expect refused replayer "write the metricswriter's lease" pub '$KV.locks.metricswriter' x
   # metricswriter
   expect refused metricswriter "publish to WEB_EVENTS" pub "web.events.$SITE" '{}'
@@ -200,6 +205,7 @@ refusal_checks() {
   expect refused metricswriter "delete from API_DLQ" req '$JS.API.STREAM.MSG.DELETE.API_DLQ' "$del"
   expect refused metricswriter "read the replayer's lease" kvget locks replayer
   expect refused metricswriter "read visitors' state (visit_state)" kvget visit_state x
+  expect refused metricswriter "read the replayer's replies" sub '_INBOX_replayer.>'
   # platformctl
   expect refused platformctl "consume the replayer's consumer" req '$JS.API.CONSUMER.MSG.NEXT.WEB_EVENTS.replayer' "$next"
   expect refused platformctl "consume the metricswriter's consumer" req '$JS.API.CONSUMER.MSG.NEXT.API_METRICS.metricswriter' "$next"
@@ -210,6 +216,7 @@ refusal_checks() {
   expect refused platformctl "forge a dead letter" pub "dlq.web.$SITE" '{}'
   expect refused platformctl "write a lease" pub '$KV.locks.replayer' x
   expect refused platformctl "read visitors' state (visit_state)" kvget visit_state x
+  expect refused platformctl "read the replayer's replies (visit state, stored ids)" sub '_INBOX_replayer.>'
   # exporter
   expect refused exporter "publish to WEB_EVENTS" pub "web.events.$SITE" '{}'
   expect refused exporter "consume the replayer's consumer" req '$JS.API.CONSUMER.MSG.NEXT.WEB_EVENTS.replayer' "$next"
@@ -220,6 +227,7 @@ refusal_checks() {
   expect refused edge "publish to WEB_DLQ" pub "dlq.web.$SITE" '{}'
   expect refused edge "read stream state" req '$JS.API.STREAM.INFO.WEB_EVENTS'
   expect refused edge "subscribe to web.events.>" sub 'web.events.>'
+  expect refused edge "read the replayer's replies" sub '_INBOX_replayer.>'
   # The services kept running meanwhile: every refusal the servers logged was the probe's.
   local v
   v=$(cat "$work"/nats-*.log | grep 'Violation' | grep -v ':nats_probe"' || true)

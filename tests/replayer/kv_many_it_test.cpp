@@ -82,3 +82,26 @@ TEST_CASE("KV GetMany falls back to Get on a bucket without direct gets", "[inte
   REQUIRE(many[0]->has_value());
   CHECK((*many[0])->value == "2");
 }
+
+TEST_CASE("KV GetMany gathers its answers under the connection's own inbox prefix",
+          "[integration][kv]") {
+  TestStack stack({"nats"});
+  auto client = testsupport::ConnectNats(stack);
+  core::CommonConfig c;
+  c.nats_urls = {stack.Env("NATS_URL")};
+  c.nats_inbox_prefix = "_INBOX_kvtest";  // as a deployment sets it per user
+  auto own = core::NatsClient::Connect(c, {});
+  REQUIRE(own.ok());
+  auto inbox = (*own)->NewInbox();
+  REQUIRE(inbox.ok());
+  CHECK(inbox->rfind("_INBOX_kvtest.", 0) == 0);
+  REQUIRE(testsupport::AddRawStream(*client, {.name = "KV_direct_kv",
+                                              .subject = "$KV.direct_kv.>",
+                                              .max_msgs_per_subject = 1,
+                                              .allow_direct = true})
+              .ok());
+  auto kv = core::KvBucket::Bind(**own, "direct_kv");
+  REQUIRE(kv.ok());
+  REQUIRE((*kv)->Put("a", "1").ok());
+  CheckSameAsGet(**kv, {"a", "b"});
+}

@@ -76,6 +76,21 @@ TEST_CASE("NATS identity: user needs password, creds must exist, not both", "[co
   }
 }
 
+TEST_CASE("NATS inbox prefix: one subject token or nothing", "[config]") {
+  {
+    ConfigReader r(Env{{"NATS_INBOX_PREFIX", "_INBOX_replayer"}});
+    auto c = core::ReadCommonConfig(r, "127.0.0.1:1");
+    REQUIRE_NOTHROW(r.Finish());
+    CHECK(c.nats_inbox_prefix == "_INBOX_replayer");
+  }
+  for (const char* bad : {"_INBOX.replayer", "_INBOX_*", "in box", "_INBOX>"}) {
+    ConfigReader r(Env{{"NATS_INBOX_PREFIX", bad}});
+    core::ReadCommonConfig(r, "127.0.0.1:1");
+    CHECK_THROWS_WITH(r.Finish(), Catch::Contains("NATS_INBOX_PREFIX") &&
+                                      Catch::Contains("must be one subject token"));
+  }
+}
+
 TEST_CASE("a stored-ids TTL not longer than the stream max age is refused", "[config]") {
   ConfigReader r(Env{{"STORED_IDS_TTL", "72h"}});
   core::ReadTopologyConfig(r);
