@@ -79,7 +79,7 @@ choose_ports() {
   ports=$(free_ports 13)
   # scripts/stack's PostgreSQL and Umami listen on base+2 and base+10.
   for _ in 1 2 3 4 5 6 7 8; do
-    base=$((20000 + RANDOM % 30000))
+    base=$((10000 + RANDOM % 20000))  # below the ephemeral port range (32768+)
     ss -Htln | awk '{print $4}' |
       grep -qE ":($base|$((base + 1))|$((base + 2))|$((base + 10)))\$" || break
   done

@@ -61,7 +61,9 @@ bool PortFree(int port) {
 int FreePortRange(int span) {
   std::random_device rd;
   std::mt19937 gen(rd() ^ static_cast<unsigned>(getpid()));
-  std::uniform_int_distribution<int> dist(20000, 40000);
+  // Below Linux's ephemeral range (32768-60999 by default): a port free now is not handed to
+  // some client's outgoing connection before the stack binds it.
+  std::uniform_int_distribution<int> dist(10000, 32000 - span);
   for (int attempt = 0; attempt < 200; ++attempt) {
     int base = dist(gen) / 32 * 32;
     bool all = true;
@@ -90,15 +92,27 @@ TestStack::TestStack(const std::vector<std::string>& components, const StackOpti
   dir_ = tmpl;
   // scripts/stack puts the cluster's other ports at N+60..N+60+3*nodes (after any Umami port).
   int span = nats_nodes_ > 1 ? 60 + 3 * nats_nodes_ : 10 + options.umami_processes + 2;
-  base_port_ = FreePortRange(span);
   std::string comps;
   for (const auto& c : components) comps += " " + c;
   std::string args = "--umami-processes " + std::to_string(options.umami_processes) +
                      " --nats-cluster " + std::to_string(nats_nodes_) + " up" + comps;
   int rc = 0;
-  std::string cmd = SourceDir() + "/scripts/stack --dir " + dir_ + " --base-port " +
-                    std::to_string(base_port_) + " " + args + " >" + dir_ + "/up.log 2>&1";
-  rc = Run(cmd);
+  // Another test running beside this one may take a port between the check and the bind:
+  // then the stack goes down and comes up again on other ports.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    base_port_ = FreePortRange(span);
+    std::string cmd = SourceDir() + "/scripts/stack --dir " + dir_ + " --base-port " +
+                      std::to_string(base_port_) + " " + args + " >" + dir_ + "/up.log 2>&1";
+    rc = Run(cmd);
+    if (rc == 0) break;
+    const std::string log = Capture("cat " + dir_ + "/up.log " + dir_ + "/*.log 2>/dev/null");
+    if (log.find("address already in use") == std::string::npos &&
+        log.find("already in use by another process") == std::string::npos) {
+      break;
+    }
+    Run(SourceDir() + "/scripts/stack --dir " + dir_ + " down --purge >/dev/null 2>&1");
+    Run("mkdir -p " + dir_);
+  }
   if (rc != 0) {
     std::string log = Capture("cat " + dir_ + "/up.log; tail -n 30 " + dir_ + "/*.log");
     Run(SourceDir() + "/scripts/stack --dir " + dir_ + " down >/dev/null 2>&1");

@@ -35,7 +35,7 @@ ports_free() {
 }
 BASE=""
 for _ in $(seq 1 50); do
-    n=$((20000 + (RANDOM % 4000) * 10))
+    n=$((10000 + (RANDOM % 2000) * 10))  # below the ephemeral port range (32768+)
     if ports_free "$n"; then BASE=$n; break; fi
 done
 [[ -n "$BASE" ]] || { fail "find free ports"; finish; exit 1; }
