@@ -60,29 +60,41 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# free_ports N: N distinct TCP ports free on every interface right now.
+# free_ports N BASE: N distinct TCP ports free on every interface right now, below Linux's
+# ephemeral range (32768+), where outgoing connections would take them, and outside the
+# BASE..BASE+10 block scripts/stack uses. (Ports the kernel hands out for bind(0) come from
+# that ephemeral range: one a test server meant to listen on could be taken in the meantime.)
 free_ports() {
   python3 -c '
-import socket, sys
+import random, socket, sys
+n, base = int(sys.argv[1]), int(sys.argv[2])
 socks = []
-for _ in range(int(sys.argv[1])):
+for port in random.sample(range(10000, 32000), 2000):
+    if base <= port <= base + 10:
+        continue
     s = socket.socket()
-    s.bind(("0.0.0.0", 0))
+    try:
+        s.bind(("0.0.0.0", port))
+    except OSError:
+        s.close()
+        continue
     socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
+    if len(socks) == n:
+        break
+print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1" "$2"
 }
 
 # ---- rendering ------------------------------------------------------------------------------
 # choose_ports: every port the stack test will use, free now, saved in $RD/ports.sh.
 choose_ports() {
   local base ports
-  ports=$(free_ports 13)
   # scripts/stack's PostgreSQL and Umami listen on base+2 and base+10.
   for _ in 1 2 3 4 5 6 7 8; do
     base=$((10000 + RANDOM % 20000))  # below the ephemeral port range (32768+)
     ss -Htln | awk '{print $4}' |
       grep -qE ":($base|$((base + 1))|$((base + 2))|$((base + 10)))\$" || break
   done
+  ports=$(free_ports 13 "$base")
   read -r n1 n2 n3 c1 c2 c3 h1 h2 h3 rp mp ep prom <<<"$ports"
   {
     echo "NATS_PORTS='$n1 $n2 $n3'"
