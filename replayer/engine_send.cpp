@@ -382,8 +382,7 @@ void Engine::State::Tick(TimePoint now) {
       StartCheck(i, now);
     }
   }
-  static int sweeps = 0;
-  if (++sweeps % 60 == 0) visit_cache.Sweep();
+  if (++ticks % 60 == 0) visit_cache.Sweep();
   UpdateGauges();
 }
 

@@ -108,6 +108,7 @@ struct Engine::State {
       timers;
   std::atomic<int> held_count{0};
   uint64_t next_id = 1;
+  uint64_t ticks = 0;  // Tick() calls: the visit cache is swept every 60th
 
   std::mutex inbox_mu;
   std::vector<NewEvent> inbox_events;
