@@ -58,6 +58,7 @@ void Engine::State::DrainInbox(TimePoint now) {
       spdlog::warn("ack of stored seq {} failed (the guard covers its redelivery): {}",
                    it->second.msg.stream_seq(), st.error().message);
     }
+    finished.Add(it->second.msg.stream_seq());
     acked.push_back(std::move(it->second.msg));
     held.erase(it);
     held_count.fetch_sub(1);
@@ -70,11 +71,28 @@ void Engine::State::DrainInbox(TimePoint now) {
 
 void Engine::State::Admit(NewEvent e, TimePoint now) {
   if (e.msg.num_delivered() > 1) {
+    // The intake counted this message as held; it is not a new one in either case below.
+    auto not_new = [&] {
+      held_count.fetch_sub(1);
+      room_cv.notify_one();
+    };
     // The server gave us again a message we still hold (its ack wait ran out, or a nak of an
     // older delivery reached it): answer the newest delivery, and never send the event twice.
     for (auto& [held_id, held_event] : held) {
       if (held_event.msg.stream_seq() != e.msg.stream_seq()) continue;
       held_event.msg = std::move(e.msg);
+      held_event.touched = now;  // the new delivery's ack wait starts now
+      not_new();
+      return;
+    }
+    // Finished here after the intake read the guard (its record was not there yet): ack it.
+    if (finished.Contains(e.msg.stream_seq())) {
+      if (auto st = e.msg.AckOn(*acks_nats); !st) {
+        spdlog::warn("ack of redelivered seq {} failed: {}", e.msg.stream_seq(),
+                     st.error().message);
+      }
+      m.duplicates_skipped.Inc();
+      not_new();
       return;
     }
   }
@@ -93,6 +111,7 @@ void Engine::State::Admit(NewEvent e, TimePoint now) {
 
 void Engine::State::MakeReady(uint64_t id, Held& h) {
   h.stage = Stage::kReady;
+  h.parked_write_fault = false;  // whatever made it ready, it no longer waits for a write fault
   ready.push_back(id);
 }
 
@@ -296,10 +315,12 @@ void Engine::State::Decide(uint64_t id, Held& h, bool passed, TimePoint now) {
   switch (d.kind) {
     case Decision::Kind::kOutage:
       m.outage_retries.Inc();
-      MakeReady(id, h);  // another process takes it, or it waits for this one
+      lanes.ClearFailing(h.lane);  // the visitor's later events wait for Umami, not for poison
+      MakeReady(id, h);            // another process takes it, or it waits for this one
       break;
     case Decision::Kind::kWriteFault:
       m.write_fault_retries.Inc();
+      lanes.ClearFailing(h.lane);
       h.parked_write_fault = true;
       Backoff(id, h, now + d.delay);
       break;
@@ -321,10 +342,7 @@ void Engine::State::Decide(uint64_t id, Held& h, bool passed, TimePoint now) {
 
 void Engine::State::WakeWriteFaultParked() {
   for (auto& [id, h] : held) {
-    if (h.stage == Stage::kBackoff && h.parked_write_fault) {
-      h.parked_write_fault = false;
-      MakeReady(id, h);
-    }
+    if (h.stage == Stage::kBackoff && h.parked_write_fault) MakeReady(id, h);
   }
 }
 
@@ -349,6 +367,7 @@ void Engine::State::DeadLetter(uint64_t id, Held& h, const std::string& reason,
 }
 
 void Engine::State::Finish(uint64_t id, Held& h) {
+  finished.Add(h.msg.stream_seq());
   if (lanes.Head(h.lane) == id) {
     auto next = lanes.PopHead(h.lane);
     if (next) {
@@ -416,7 +435,9 @@ void Engine::State::ReleaseAll(bool hand_back) {
   std::this_thread::sleep_for(milliseconds(600));
   size_t released = 0;
   for (auto& [id, h] : held) {
-    (void)h.msg.Nak(core::Millis(0));
+    // A send still unanswered may yet be stored: its event comes back only once that send
+    // would have timed out, so the next process does not send it while Umami still works on it.
+    (void)h.msg.Nak(h.stage == Stage::kSending ? cfg.send_timeout : core::Millis(0));
     ++released;
   }
   held.clear();

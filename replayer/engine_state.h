@@ -18,6 +18,7 @@
 #include "replayer/event.h"
 #include "replayer/http_pool.h"
 #include "replayer/lanes.h"
+#include "replayer/recent_seqs.h"
 #include "replayer/visit_cache.h"
 
 namespace replayer {
@@ -28,6 +29,9 @@ constexpr milliseconds kDownRecheck{2000};
 constexpr milliseconds kDeadLetterRetry{5000};
 constexpr milliseconds kGuardAckWait{10'000};
 constexpr milliseconds kStopGrace{15'000};
+// Finished stream sequences remembered for redeliveries the guard's read missed: far more than
+// a few fetches' worth, which is the window they cover (see recent_seqs.h).
+constexpr size_t kRecentFinished = 16384;
 
 enum class Stage { kWaiting, kReady, kSending, kChecking, kBackoff, kFinishing };
 
@@ -99,6 +103,7 @@ struct Engine::State {
   std::unique_ptr<core::AsyncPublisher> publisher;  // reset first in ~Engine: see there
   HttpPool http;
   Lanes lanes;
+  RecentSeqs finished{kRecentFinished};
   VisitCache visit_cache;
   std::vector<Process> processes;
   std::unordered_map<uint64_t, Held> held;

@@ -63,6 +63,13 @@ std::vector<uint64_t> Lanes::MarkFailing(const std::string& key) {
   return TrimExcess(it->second);
 }
 
+void Lanes::ClearFailing(const std::string& key) {
+  auto it = lanes_.find(key);
+  if (it == lanes_.end() || !it->second.failing) return;
+  it->second.failing = false;
+  --failing_;
+}
+
 size_t Lanes::waiting(const std::string& key) const {
   auto it = lanes_.find(key);
   return it == lanes_.end() || it->second.ids.empty() ? 0 : it->second.ids.size() - 1;

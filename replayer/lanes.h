@@ -34,6 +34,9 @@ class Lanes {
 
   // The head's failure counted: from now on the cap applies; returns the excess to dead-letter.
   std::vector<uint64_t> MarkFailing(const std::string& lane);
+  // The head's last failure did not count (an outage, a write fault): the cap no longer applies,
+  // since no event is to blame for the wait.
+  void ClearFailing(const std::string& lane);
 
   size_t lanes() const { return lanes_.size(); }
   size_t blocked() const { return failing_; }

@@ -49,3 +49,22 @@ TEST_CASE("removing a waiting event keeps the head", "[lanes]") {
   CHECK(l.Head("a") == 1u);
   CHECK(l.PopHead("a") == 3u);
 }
+
+TEST_CASE("a failure that does not count lifts the cap until the head counts one again",
+          "[lanes]") {
+  Lanes l;
+  for (uint64_t i = 1; i <= 10; ++i) l.Add("a", i);
+  CHECK(l.MarkFailing("a").empty());
+  CHECK(l.blocked() == 1);
+  // An outage or a write fault: nothing is to blame, the visitor's events may queue up.
+  l.ClearFailing("a");
+  CHECK(l.blocked() == 0);
+  for (uint64_t i = 11; i <= 100; ++i) CHECK(l.Add("a", i).overflow.empty());
+  CHECK(l.waiting("a") == 99);
+  l.ClearFailing("a");  // twice, or on a lane that was not failing: no change
+  l.ClearFailing("nobody");
+  CHECK(l.blocked() == 0);
+  // The head fails again with the checks passing: the cap is back.
+  CHECK(l.MarkFailing("a").size() == 35);
+  CHECK(l.blocked() == 1);
+}
