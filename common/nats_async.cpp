@@ -37,6 +37,7 @@ Result<std::unique_ptr<AsyncPublisher>> AsyncPublisher::Create(NatsClient& clien
                                                                int max_pending) {
   std::unique_ptr<AsyncPublisher> p(new AsyncPublisher());
   p->done_ = std::move(done);
+  p->max_wait_ms_ = client.request_timeout_ms();
   jsOptions o;
   jsOptions_Init(&o);
   o.Wait = client.request_timeout_ms();
@@ -83,6 +84,7 @@ Status AsyncPublisher::Publish(const OutMessage& m, uint64_t tag) {
   }
   jsPubOptions po;
   jsPubOptions_Init(&po);
+  po.MaxWait = max_wait_ms_;
   if (!m.msg_id.empty()) po.MsgId = m.msg_id.c_str();
   if (!m.expect_stream.empty()) po.ExpectStream = m.expect_stream.c_str();
   natsMsg* key = msg;

@@ -4,8 +4,10 @@
 // context (nats.c keeps one ack handler per context) and borrows the NatsClient.
 // Threads: Publish() may be called from any thread. The completion callback runs on a nats.c
 // thread: it must be quick, must not throw, and must not call back into this publisher.
-// nats.c does not time out a missing ack on its own: callers keep their own deadline and
-// publish again (the operations we publish this way are idempotent).
+// Every publish completes: one whose answer does not come within the client's request timeout
+// completes with a timeout error (nats.c's MaxWait). Without that, an answer lost with a crashed
+// server would hold one of max_pending places for ever, and enough of them stall every later
+// publish. Callers publish again on an error (the operations we publish this way are idempotent).
 #pragma once
 
 #include <cstdint>
@@ -42,6 +44,7 @@ class AsyncPublisher {
   void Complete(natsMsg* msg, const Status& status);
 
   jsCtx* js_ = nullptr;  // owned
+  int64_t max_wait_ms_ = 0;
   Completion done_;
   std::mutex mu_;
   std::unordered_map<natsMsg*, uint64_t> tags_;
