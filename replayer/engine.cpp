@@ -110,12 +110,17 @@ void Engine::Run(core::StopFlag& stop) {
           s.MakeReady(id, h);
       } else if (h.stage == Stage::kFinishing && h.next_at <= now) {
         s.PublishGuard(id, h, now);  // no ack for the guard record in time: write it again
+      } else if (h.stage == Stage::kDeadLettering && h.next_at <= now) {
+        s.DeadLetter(id, h, h.dlq_reason, h.dlq_code, now);  // no answer in time: again
       }
     }
     if (stopping) {
-      // Nothing new starts; wait for sends and guard records under way, then release the rest.
+      // Nothing new starts; wait for sends, guard records and DLQ copies under way, then release
+      // the rest.
       bool busy = s.http.in_flight() > 0;
-      for (const auto& [id, h] : s.held) busy = busy || h.stage == Stage::kFinishing;
+      for (const auto& [id, h] : s.held) {
+        busy = busy || h.stage == Stage::kFinishing || h.stage == Stage::kDeadLettering;
+      }
       if (!busy || now >= stop_deadline) break;
     } else {
       s.Dispatch(now);

@@ -45,7 +45,12 @@ void Engine::State::DrainInbox(TimePoint now) {
       continue;
     }
     auto it = held.find(d.tag);
-    if (it == held.end() || it->second.stage != Stage::kFinishing) continue;
+    if (it == held.end()) continue;
+    if (it->second.stage == Stage::kDeadLettering) {
+      OnDeadLettered(d.tag, it->second, d.status, now);
+      continue;
+    }
+    if (it->second.stage != Stage::kFinishing) continue;
     if (!d.status) {
       spdlog::warn("duplicate guard record for {} failed, writing it again: {}", it->second.ev.id,
                    d.status.error().message);
@@ -350,19 +355,32 @@ void Engine::State::DeadLetter(uint64_t id, Held& h, const std::string& reason,
                                const std::string& code, TimePoint now) {
   core::dead_letter::Origin origin{std::string(h.msg.subject()), h.msg.stream(), h.msg.stream_seq(),
                                    std::string(h.msg.data()), h.msg.AllHeaders()};
-  auto ack = core::PublishSync(nats, core::dead_letter::Build(origin, reason, h.last_answer));
-  if (!ack) {
-    spdlog::error("could not move seq {} to WEB_DLQ, will retry: {}", h.msg.stream_seq(),
-                  ack.error().message);
-    h.dlq_reason = reason;
-    h.dlq_code = code;
-    Backoff(id, h, now + kDeadLetterRetry);
+  h.dlq_reason = reason;
+  h.dlq_code = code;
+  // The copy carries a Nats-Msg-Id: publishing it again (a lost answer, a retry) stores one copy.
+  if (auto st = publisher->Publish(core::dead_letter::Build(origin, reason, h.last_answer), id);
+      !st) {
+    OnDeadLettered(id, h, st, now);
     return;
   }
+  h.stage = Stage::kDeadLettering;
+  h.next_at = now + kDeadLetterAckWait;
+  timers.emplace(h.next_at, id);
+}
+
+void Engine::State::OnDeadLettered(uint64_t id, Held& h, const core::Status& stored,
+                                   TimePoint now) {
+  if (!stored) {
+    spdlog::error("could not move seq {} to WEB_DLQ, will retry: {}", h.msg.stream_seq(),
+                  stored.error().message);
+    Backoff(id, h, now + kDeadLetterRetry);  // the timer sees dlq_reason and publishes again
+    return;
+  }
+  // Only now, with the DLQ copy stored, may the origin go.
   (void)h.msg.Ack();
-  m.dead_lettered.With({code}).Inc();
-  spdlog::warn("event moved to the dlq: reason=\"{}\" subject={} seq={} last_answer=\"{}\"", reason,
-               h.msg.subject(), h.msg.stream_seq(), h.last_answer);
+  m.dead_lettered.With({h.dlq_code}).Inc();
+  spdlog::warn("event moved to the dlq: reason=\"{}\" subject={} seq={} last_answer=\"{}\"",
+               h.dlq_reason, h.msg.subject(), h.msg.stream_seq(), h.last_answer);
   Finish(id, h);
 }
 

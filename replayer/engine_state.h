@@ -27,13 +27,16 @@ constexpr uint64_t kCheckTag = 1ULL << 63;
 constexpr milliseconds kTick{100};
 constexpr milliseconds kDownRecheck{2000};
 constexpr milliseconds kDeadLetterRetry{5000};
+// No answer to a WEB_DLQ publish by then (the publisher's own timeout is shorter): publish again.
+constexpr milliseconds kDeadLetterAckWait{15'000};
 constexpr milliseconds kGuardAckWait{10'000};
 constexpr milliseconds kStopGrace{15'000};
 // Finished stream sequences remembered for redeliveries the guard's read missed: far more than
 // a few fetches' worth, which is the window they cover (see recent_seqs.h).
 constexpr size_t kRecentFinished = 16384;
 
-enum class Stage { kWaiting, kReady, kSending, kChecking, kBackoff, kFinishing };
+// kFinishing: stored, its guard record under way. kDeadLettering: its WEB_DLQ copy under way.
+enum class Stage { kWaiting, kReady, kSending, kChecking, kBackoff, kFinishing, kDeadLettering };
 
 struct Held {
   core::Message msg;
@@ -143,8 +146,11 @@ struct Engine::State {
   void StartCheck(int p, TimePoint now);
   void OnCheck(const HttpResponse& r, TimePoint now);
   void Decide(uint64_t id, Held& h, bool passed, TimePoint now);
+  // Publishes the WEB_DLQ copy without waiting (the engine thread must not block on NATS: it
+  // keeps every held message alive); OnDeadLettered acks the origin once the copy is stored.
   void DeadLetter(uint64_t id, Held& h, const std::string& reason, const std::string& code,
                   TimePoint now);
+  void OnDeadLettered(uint64_t id, Held& h, const core::Status& stored, TimePoint now);
   void Finish(uint64_t id, Held& h);  // acked or dead-lettered: forget it, free its lane
   void PublishGuard(uint64_t id, Held& h, TimePoint now);
   void MakeReady(uint64_t id, Held& h);

@@ -137,3 +137,55 @@ TEST_CASE("poison is dead-lettered with its reason and nobody else waits",
   }
   CHECK(found_long_url);
 }
+
+TEST_CASE("WEB_DLQ gone for a while: dead-letters wait unacked, others flow, each lands once",
+          "[integration][umami][replayer]") {
+  Fixture f(1, 2);
+  f.StartReplayer();
+  REQUIRE(js_DeleteStream(f.client->js(), "WEB_DLQ", nullptr, nullptr) == NATS_OK);
+  const std::string site = f.sites[0];
+  auto ev = [&](int visitor, int seq) {
+    TestEvent e;
+    e.site = site;
+    e.visitor = visitor;
+    e.seq = seq;
+    e.id = "g-" + std::to_string(visitor) + "-" + std::to_string(seq);
+    return e;
+  };
+  // A poison head with 70 events behind it: 6 of them overflow at its first counted failure.
+  auto head = ev(1000, 0);
+  head.url = "/" + std::string(600, 'u');
+  f.Publish(head);
+  for (int i = 1; i <= 70; ++i) f.Publish(ev(1000, i));
+  for (int v = 0; v < 20; ++v) {
+    for (int i = 0; i < 10; ++i) f.Publish(ev(v, i));
+  }
+  // The dead-letters fail while the stream is gone, and the engine goes on meanwhile.
+  REQUIRE(testsupport::WaitFor(
+      [&] {
+        return testsupport::Capture("cat " + f.log_path).find("could not move seq") !=
+               std::string::npos;
+      },
+      30'000));
+  REQUIRE(testsupport::WaitFor(
+      [&] {
+        return f.StoredEvents("url_path ~ '^/v[0-9]+/' AND url_path NOT LIKE '/v1000/%'") == 200;
+      },
+      30'000));
+  CHECK(f.Metric("replayer_events_dead_lettered_total{reason=\"visitor_overflow\"}") == 0);
+  // Nothing acked without its copy: the overflow and the rest of the visitor are still there.
+  CHECK(f.Read("WEB_EVENTS").messages >= 71);
+
+  int rc = -1;
+  std::string out =
+      testsupport::Capture("NATS_URL=" + f.stack.Env("NATS_URL") + " " + testsupport::BinaryDir() +
+                               "/platformctl/platformctl init 2>&1",
+                           &rc);
+  REQUIRE(rc == 0);
+  REQUIRE(f.WaitDrained(120'000));
+  auto reasons = f.DlqReasons();
+  CHECK(Count(reasons, kOverflow) == 6);
+  CHECK(Count(reasons, kFailed) == 1);
+  CHECK(reasons.size() == 7);  // one copy each, retries or not
+  CHECK(f.StoredEvents("url_path LIKE '/v1000/%'") == 64);
+}
