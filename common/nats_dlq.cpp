@@ -2,13 +2,16 @@
 
 #include <nats/nats.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "common/nats_admin.h"
 #include "common/nats_status.h"
 
 namespace core::nats_dlq {
@@ -55,6 +58,45 @@ Headers CopyHeaders(natsMsg* msg, bool drop_size) {
   return out;
 }
 
+// A probe of the stream at `seq`: the first message stored at seq or within the few after it
+// (erased messages leave gaps). nullopt when none is there or the server did not answer.
+constexpr uint64_t kProbeSpan = 16;
+std::optional<std::pair<uint64_t, int64_t>> Probe(NatsClient& client, const std::string& stream,
+                                                  uint64_t seq, uint64_t end) {
+  jsOptions o = RequestOptions(client);
+  for (uint64_t s = seq; s < end && s < seq + kProbeSpan; ++s) {
+    natsMsg* raw = nullptr;
+    natsStatus st = js_GetMsg(&raw, client.js(), stream.c_str(), s, &o, nullptr);
+    std::unique_ptr<natsMsg, MsgDeleter> msg(raw);
+    if (st == NATS_NOT_FOUND) continue;
+    if (st != NATS_OK) return std::nullopt;
+    return std::make_pair(s, natsMsg_GetTime(msg.get()));
+  }
+  return std::nullopt;
+}
+
+// The sequence to start a walk from `time_ns` at. nats-server 2.9's own start-by-time (a consumer
+// with opt_start_time) now and then delivered nothing for a time that fell between two stored
+// messages (the dlq list test: a bound at 35.005 s, messages at 33.859 s and 35.109 s, an empty
+// consumer). So the walk starts by sequence, found here by a binary search over message gets on
+// the stream's timestamps, which grow with the sequence. The answer never lies past the first
+// message at or after the time: where a probe cannot tell (a gap, no answer) the search narrows
+// towards the start, and callers filter by time as well, so starting early only costs reading.
+uint64_t FirstSeqAtOrAfter(NatsClient& client, const std::string& stream, uint64_t lo,
+                           uint64_t last, int64_t time_ns) {
+  uint64_t hi = last + 1;  // lo: every message before it was stored before the time
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    auto found = Probe(client, stream, mid, hi);
+    if (found && found->second < time_ns) {
+      lo = found->first + 1;
+    } else {
+      hi = mid;  // at or after the time, or unknown: look before
+    }
+  }
+  return lo;
+}
+
 // Messages the consumer has delivered plus those still to deliver; nullopt when unknown.
 Result<uint64_t> PendingTotal(natsSubscription* sub, const NatsClient& client, bool undelivered) {
   jsConsumerInfo* raw = nullptr;
@@ -83,18 +125,24 @@ Result<std::unique_ptr<StreamBrowser>> StreamBrowser::Open(NatsClient& client,
     b->done_ = true;  // nothing to walk: no consumer needed
     return b;
   }
+  uint64_t start_seq = std::max<uint64_t>(spec.start_seq, 1);
+  if (spec.start_time_ns > 0) {
+    auto state = nats_admin::ReadStream(client, spec.stream);
+    if (!state) return state.error();
+    start_seq = FirstSeqAtOrAfter(client, spec.stream, std::max(start_seq, state->first_seq),
+                                  state->last_seq, spec.start_time_ns);
+    if (start_seq > spec.end_seq) {
+      b->done_ = true;  // nothing stored at or after the time within the walk
+      return b;
+    }
+  }
   jsSubOptions so;
   jsSubOptions_Init(&so);
   so.Stream = b->spec_.stream.c_str();
   so.Ordered = true;
   so.Config.HeadersOnly = spec.headers_only;
-  if (spec.start_time_ns > 0) {
-    so.Config.DeliverPolicy = js_DeliverByStartTime;
-    so.Config.OptStartTime = spec.start_time_ns;
-  } else {
-    so.Config.DeliverPolicy = js_DeliverByStartSequence;
-    so.Config.OptStartSeq = spec.start_seq;
-  }
+  so.Config.DeliverPolicy = js_DeliverByStartSequence;
+  so.Config.OptStartSeq = start_seq;
   jsOptions jo = RequestOptions(client);
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s =

@@ -45,7 +45,9 @@ struct BrowseSpec {
   std::string stream;
   std::string filter_subject;  // e.g. dlq.web.* or dlq.web.<site>
   uint64_t start_seq = 1;
-  int64_t start_time_ns = 0;  // when non-zero: start at this time instead of start_seq
+  // When non-zero: start at the first message stored at or after this time (found by sequence;
+  // it may start a little earlier where erased messages leave gaps: filter by time too).
+  int64_t start_time_ns = 0;
   uint64_t end_seq = 0;       // the last sequence to return (0: nothing); later ones end the walk
   bool headers_only = false;  // the payload never leaves the server (list)
 };
