@@ -328,10 +328,19 @@ TEST_CASE("core: a write fault from new events of 3 visitors parks them; a store
   d.Take();
   d.Pass(d.One<CheckCmd>().check_id);  // still a write fault: parked again, nothing counted
   CHECK(d.All<SendCmd>().empty());
-  // The fifth send stores: the fault is over and the parked ones go at once.
+  // The fifth send began before the failures: its store proves nothing about the fault.
   d.Answer(sends[4], 200, kToken);
+  CHECK(d.core.ProcessWriteFault(0));
+  auto guard = d.One<PutGuardCmd>();
+  d.core.OnPublished(guard.pub_id, {}, d.now);
+  d.Take();
+  // A new event stores: the fault is over and the parked ones go at once.
+  d.Fetched({d.Msg(10, Body("e10", "v9", 1000))});
+  d.Visit();
+  d.Answer(d.One<SendCmd>(), 200, kToken);
   CHECK_FALSE(d.core.ProcessWriteFault(0));
-  CHECK(d.All<SendCmd>().size() >= 1);
+  CHECK(d.Noted(Note::Kind::kWriteFaultEnded));
+  CHECK(d.All<SendCmd>().size() == 4);
   CHECK(d.All<DeadLetterCmd>().empty());
 }
 
