@@ -1,8 +1,9 @@
-// Concurrent HTTP requests over one libcurl multi handle, with keep-alive connections.
+// Concurrent HTTP requests with keep-alive connections, answered through one Poll() loop.
 //
-// Adapter: the only replayer file that includes libcurl. It drives curl's socket interface from
-// its own epoll set, so the cost of a completion does not grow with the number of transfers.
-// Ownership: the pool owns every easy handle and its buffers until the response is returned.
+// Adapter: owns one epoll set that both clients use: a hand-written HTTP/1.1 client for http://
+// (http_raw.h) and libcurl for https:// (http_curl.h). A request whose URL or headers hold a
+// control character is never sent by either (http_check.h): it is answered with status 0.
+// Ownership: the pool owns every request until its response is returned.
 // Thread-safety: Submit() and Poll() are called from one thread (the engine's); Wakeup() may be
 // called from any thread to end a Poll() early (many calls before the Poll() notices cost one
 // write).
@@ -34,9 +35,24 @@ struct HttpResponse {
   double seconds = 0;  // from submit to the last byte
 };
 
+// Which client carries http:// URLs; https:// always goes through libcurl.
+enum class HttpClient { kRaw, kCurl };
+
+// REPLAYER_HTTP_CLIENT, a benchmark and diagnostic knob: "raw" (the default) or "curl".
+// Throws std::invalid_argument on another value (a start-up error).
+HttpClient HttpClientFromEnv();
+
+struct HttpPoolOptions {
+  HttpClient http_client = HttpClient::kRaw;
+  // PEM file of the CAs that https:// servers are verified against, instead of the system's
+  // store (a private CA; the tests' own). Empty: the system's.
+  std::string ca_file;
+};
+
 class HttpPool {
  public:
-  HttpPool();
+  HttpPool();  // http_client from HttpClientFromEnv(), the system's CAs
+  explicit HttpPool(HttpPoolOptions options);
   ~HttpPool();
   HttpPool(const HttpPool&) = delete;
   HttpPool& operator=(const HttpPool&) = delete;
