@@ -28,8 +28,6 @@ struct GlobalInit {
   GlobalInit() { curl_global_init(CURL_GLOBAL_DEFAULT); }
 };
 
-}  // namespace
-
 // One per easy handle, reused with it: the strings and vectors keep their capacity, so a
 // request whose headers fit what an earlier one used allocates nothing here.
 struct Transfer {
@@ -57,8 +55,6 @@ struct Transfer {
     head_error.clear();
   }
 };
-
-namespace {
 
 size_t OnData(char* ptr, size_t size, size_t nmemb, void* user) {
   auto* t = static_cast<Transfer*>(user);

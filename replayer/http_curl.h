@@ -20,28 +20,29 @@
 #include <vector>
 
 #include "replayer/http_pool.h"
+#include "replayer/http_transport.h"
 
 namespace replayer {
 
-class CurlHttp {
+class CurlHttp final : public HttpTransport {
  public:
-  using TimePoint = std::chrono::steady_clock::time_point;
   static constexpr uint64_t kEpollTag = 1ULL << 41;  // marks this client's fds in epoll data
 
   // Borrows the epoll set. `ca_file`: PEM CAs for https:// (empty: the system's).
   CurlHttp(int epfd, std::string ca_file);
-  ~CurlHttp();
+  ~CurlHttp() override;
   CurlHttp(const CurlHttp&) = delete;
   CurlHttp& operator=(const CurlHttp&) = delete;
 
   // Any http:// or https:// URL. An answer (or error) always follows in TakeDone().
-  void Submit(HttpRequest request, TimePoint now);
-  void OnEvent(int fd, uint32_t events, TimePoint now);
+  void Submit(HttpRequest request, TimePoint now) override;
+  void OnEvent(int fd, uint32_t events, TimePoint now) override;
   // Runs curl's timer when it is due (timeouts, connection upkeep, transfers just added).
-  void Expire(TimePoint now);
-  std::optional<TimePoint> NextDeadline() const;
-  void TakeDone(std::vector<HttpResponse>& out);
-  size_t running() const;
+  void Expire(TimePoint now) override;
+  std::optional<TimePoint> NextDeadline() const override;
+  void TakeDone(std::vector<HttpResponse>& out) override;
+  size_t running() const override;
+  uint64_t epoll_tag() const override { return kEpollTag; }
 
  private:
   struct Impl;

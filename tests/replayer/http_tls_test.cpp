@@ -4,62 +4,25 @@
 // control case below proves with the same server.
 #include <curl/curl.h>
 #include <httplib.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "replayer/http_pool.h"
+#include "tests/replayer/http_test_ca.h"
 #include "tests/replayer/http_test_server.h"
 
 using namespace replayer;
 using namespace std::chrono_literals;
-namespace fs = std::filesystem;
+using replayer::testing::TestCa;
 
 namespace {
 
 const char* kSmuggling =
     "Mozilla/5.0\r\nContent-Length: 0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: 127.0.0.1";
-
-// A CA and a server certificate for 127.0.0.1 signed by it, made with the openssl tool in a
-// directory of their own (removed with the object).
-class TestCa {
- public:
-  TestCa() {
-    char tmpl[] = "/tmp/http-tls-test-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    dir_ = tmpl;
-    std::string d = dir_.string();
-    std::string cmd =
-        "cd '" + d + "' && " +
-        "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\nbasicConstraints=CA:FALSE\\n"
-        "extendedKeyUsage=serverAuth\\n' > ext.cnf && " +
-        Make("ca", "/CN=core-workers test CA") + " && " + Make("other", "/CN=another CA") +
-        " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-        "-keyout server.key -out server.csr -subj /CN=127.0.0.1 2>/dev/null && "
-        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-        "-out server.pem -days 2 -extfile ext.cnf 2>/dev/null";
-    REQUIRE(std::system(cmd.c_str()) == 0);
-  }
-  ~TestCa() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string path(const char* name) const { return (dir_ / name).string(); }
-
- private:
-  static std::string Make(const std::string& name, const std::string& subject) {
-    return "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " +
-           name + ".key -out " + name + ".pem -days 2 -subj '" + subject + "' 2>/dev/null";
-  }
-  fs::path dir_;
-};
 
 // An https:// stand-in for Umami: answers every request 200 with a token and records the
 // method, path and headers of each request it parsed.
