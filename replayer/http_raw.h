@@ -1,9 +1,9 @@
 // HTTP/1.1 over plain TCP for http:// URLs, driven by the HTTP pool's epoll set.
 //
 // Why not libcurl for these: libcurl used as cheaply as it allows (http_curl.h) cost the
-// replayer 33 to 50 µs more CPU per send, and its drain into an instant server came out at 0.69
-// of this client's (bench/replayer-bench sink, both in one run; see http_transport.h). That CPU
-// is taken from Umami and NATS on the same machine. https:// URLs still go through libcurl.
+// replayer 25 to 63 µs more CPU per send in 9 runs of bench/replayer-bench sink, both clients
+// in each run (see http_transport.h for the drain rates). That CPU is taken from Umami and NATS
+// on the same machine. https:// URLs still go through libcurl.
 //
 // Adapter: sockets only. Ownership: owns its connections and the requests in flight on them.
 // Not thread-safe: used by the pool on the engine thread only. Keep-alive connections are

@@ -1,10 +1,11 @@
 // What the HTTP pool needs of a client: requests in, readiness events from the pool's epoll set,
 // timers, responses out. Two implement it: RawHttp (hand-written HTTP/1.1 over TCP, http://
 // only) and CurlHttp (libcurl, http:// and https://). Both are kept because the measured cost
-// differs: `bench/replayer-bench sink` drains with each in one run, and with libcurl the
-// replayer spent 92 µs of CPU per event against 58 µs (medians of 5 runs) and drained at 0.69
-// of the hand-written client's rate (0.55 to 0.75), outside the 25 % that would have let libcurl
-// alone carry both schemes. One conformance suite runs against each (tests/replayer/
+// differs: `bench/replayer-bench sink` drains with each in one run; with libcurl the replayer
+// spent 1.3 to 2.1 times the CPU per event (92 µs against 58 µs, medians of 5 runs), and its
+// drain came out at 0.69 of the built-in client's (0.55 to 0.75; on a machine busier with other
+// work, 0.58 to 1.25 in 4 more runs): not within the 25 % that would have let libcurl alone
+// carry both schemes. One conformance suite runs against each (tests/replayer/
 // http_test.cpp); both apply the same request check (http_check.h) and response-head rules
 // (http_parse.h).
 //
