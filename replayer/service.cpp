@@ -12,6 +12,7 @@
 #include "common/nats_client.h"
 #include "common/stop_signal.h"
 #include "replayer/engine.h"
+#include "replayer/http_pool.h"
 
 namespace replayer {
 
@@ -21,6 +22,7 @@ int RunService() {
   auto reader = core::ConfigReader::FromProcess();
   auto common = core::ReadCommonConfig(reader, "0.0.0.0:9464");
   auto config = ReadReplayerConfig(reader);
+  (void)ReadHttpPoolOptions(reader);  // read again by the engine's HttpPool: checked here
   try {
     reader.Finish();
   } catch (const core::ConfigError& e) {
