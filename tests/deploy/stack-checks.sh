@@ -154,8 +154,8 @@ job_checks() {
   # The exporter reads JetStream every few seconds: a consumer made since its last reading
   # shows at the next one.
   wait_for 20 "exporter (user exporter) keeps pending and unacked apart per consumer" bash -c \
-    "curl -fsS $em | grep -q '^jetstream_consumer_unacked{stream=\"WEB_EVENTS\",consumer=\"replayer\"}' &&
-     curl -fsS $em | grep -q '^jetstream_consumer_pending{stream=\"API_METRICS\",consumer=\"metricswriter\"}'"
+    "curl -fsS $em | grep '^jetstream_consumer_unacked{' | grep 'stream=\"WEB_EVENTS\"' | grep -q 'consumer=\"replayer\"' &&
+     curl -fsS $em | grep '^jetstream_consumer_pending{' | grep 'stream=\"API_METRICS\"' | grep -q 'consumer=\"metricswriter\"'"
 
   # platformctl's operator commands as platformctl.
   local ctl="$build/platformctl/platformctl"
