@@ -83,8 +83,8 @@ TEST_CASE("services log failed connects, keep trying, and exit 0 within 2 s of S
     std::vector<std::string> argv;
     std::map<std::string, std::string> env;
   };
-  const int metrics_port = FreePortRange(1);
-  const std::string listen = "127.0.0.1:" + std::to_string(metrics_port);
+  // Port 0: any free port (nothing here scrapes it), so no other test can take it meanwhile.
+  const std::string listen = "127.0.0.1:0";
   std::vector<Service> services = {
       {"replayer", {bin + "/replayer/replayer"}, {{"METRICS_LISTEN", listen}}},
       {"metricswriter",
@@ -197,7 +197,7 @@ TEST_CASE("a running service whose NATS stops answering exits 0 within 2 s of SI
   INFO(init);
   REQUIRE(rc == 0);
   const std::string bin = BinaryDir();
-  const std::string listen = "127.0.0.1:" + std::to_string(FreePortRange(1));
+  const std::string listen = "127.0.0.1:0";
   struct Service {
     std::string name;
     std::vector<std::string> argv;
