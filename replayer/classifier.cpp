@@ -4,14 +4,14 @@
 
 namespace replayer {
 
-void ProcessHealth::RecordCheck(bool passed, TimePoint started, TimePoint now) {
+void ProcessHealth::RecordCheck(bool passed, uint64_t order, TimePoint now) {
   last_ = passed ? State::kUp : State::kDown;
   checked_at_ = now;
-  started_at_ = started;
+  order_ = order;
 }
 
-ProcessHealth::State ProcessHealth::FreshSince(TimePoint since, TimePoint now) const {
-  if (started_at_ <= since) return State::kUnknown;  // begun with the send: maybe before it
+ProcessHealth::State ProcessHealth::FreshSince(uint64_t since, TimePoint now) const {
+  if (order_ <= since) return State::kUnknown;  // begun before the send: maybe before the fault
   return Fresh(now);
 }
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,14 +22,15 @@ class ProcessHealth {
   enum class State { kUnknown, kUp, kDown };
   explicit ProcessHealth(milliseconds cache_for = milliseconds(3000)) : cache_for_(cache_for) {}
 
-  // started: when the check began (its requests reflect the process from then on).
-  void RecordCheck(bool passed, TimePoint started, TimePoint now);
+  // order: the check's place in the engine's order of operations (its id: ids only grow), so
+  // "began after a send" is exact even when both began in the same millisecond.
+  void RecordCheck(bool passed, uint64_t order, TimePoint now);
   // kUnknown when there is no check result younger than the cache time.
   State Fresh(TimePoint now) const;
-  // The result of a check that began after `since` (and is younger than the cache time), else
-  // kUnknown. A failed send is judged only by such a check: one that began before the send
-  // may have seen the process before a fault began.
-  State FreshSince(TimePoint since, TimePoint now) const;
+  // The result of a check that began after operation `since` (a send's id) and is younger than
+  // the cache time, else kUnknown. A failed send is judged only by such a check: one that
+  // began before the send may have seen the process before a fault began.
+  State FreshSince(uint64_t since, TimePoint now) const;
   // The last result, however old (a process last seen down takes no new sends).
   State Last() const { return last_; }
 
@@ -36,7 +38,7 @@ class ProcessHealth {
   milliseconds cache_for_;
   State last_ = State::kUnknown;
   TimePoint checked_at_{};
-  TimePoint started_at_{};
+  uint64_t order_ = 0;
 };
 
 // The write-fault rule (docs/replayer.md, "Write faults"), decided from what happened since a

@@ -227,6 +227,10 @@ void EngineCore::State::Admit(Delivery d, TimePoint now) {
   h.ev = std::move(*d.parsed.event);
   h.lane = h.ev.LaneKey();
   Held& e = held.emplace(eid, std::move(h)).first->second;
+  // While every process is down, the head cannot be tried, so its earlier failures say nothing
+  // about the wait: the visitor's events queue without the cap (the in-flight budget still
+  // bounds them), as they would behind a head whose failure fell in the outage.
+  if (AllDown()) lanes.ClearFailing(e.lane);
   auto added = lanes.Add(e.lane, eid);
   // A first delivery of an original message cannot have been sent before; a redelivery or a
   // replay may have been. Only those pay for the guard's read.

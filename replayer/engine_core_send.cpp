@@ -118,6 +118,13 @@ int EngineCore::State::PickProcess() const {
   return best;
 }
 
+bool EngineCore::State::AllDown() const {
+  for (const Proc& p : procs) {
+    if (p.health.Last() != ProcessHealth::State::kDown) return false;
+  }
+  return !procs.empty();
+}
+
 void EngineCore::State::Send(uint64_t eid, Held& h, int p, TimePoint now) {
   SendCmd c;
   c.send_id = ++next_op;
@@ -139,6 +146,7 @@ void EngineCore::State::Send(uint64_t eid, Held& h, int p, TimePoint now) {
   h.stage = Stage::kSending;
   h.process = p;
   h.sent_at = now;
+  h.sent_op = c.send_id;
   h.op = c.send_id;
   ops[c.send_id] = eid;
   ++procs[p].in_flight;
@@ -238,7 +246,7 @@ void EngineCore::State::OnPublishedGuard(uint64_t eid, Held& h, const PubOutcome
 void EngineCore::State::OnFailed(uint64_t eid, Held& h, TimePoint now) {
   Proc& p = procs[h.process];
   // Judged only by a check that began after this send did: an older one may predate the fault.
-  auto fresh = p.health.FreshSince(h.sent_at, now);
+  auto fresh = p.health.FreshSince(h.sent_op, now);
   if (fresh != ProcessHealth::State::kUnknown) {
     Decide(eid, h, fresh == ProcessHealth::State::kUp, now);
     return;
@@ -252,6 +260,7 @@ void EngineCore::State::OnFailed(uint64_t eid, Held& h, TimePoint now) {
 void EngineCore::State::StartCheck(int pi, TimePoint now) {
   Proc& p = procs[pi];
   p.check_id = ++next_op;
+  p.check_op = p.check_id;
   p.check_started = now;
   p.heartbeat_answered = p.probe_answered = false;
   p.heartbeat_ok = p.probe_ok = false;
@@ -262,7 +271,7 @@ void EngineCore::State::StartCheck(int pi, TimePoint now) {
 void EngineCore::State::CompleteCheck(int pi, bool passed, TimePoint now) {
   Proc& p = procs[pi];
   auto before = p.health.Last();
-  p.health.RecordCheck(passed, p.check_started, now);
+  p.health.RecordCheck(passed, p.check_op, now);
   Note& n = Tell(Note::Kind::kCheckDone);
   n.process = pi;
   n.status = passed ? 1 : 0;
@@ -281,7 +290,7 @@ void EngineCore::State::CompleteCheck(int pi, bool passed, TimePoint now) {
     if (it == held.end() || it->second.stage != Stage::kChecking || it->second.process != pi) {
       continue;  // moved on meanwhile
     }
-    (it->second.sent_at < p.check_started ? judged : waiting).push_back(eid);
+    (it->second.sent_op < p.check_op ? judged : waiting).push_back(eid);
   }
   p.checking.swap(waiting);
   bool later = !p.checking.empty();

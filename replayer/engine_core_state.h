@@ -74,9 +74,10 @@ struct Held {
   bool parked_write_fault = false;
   bool token_sent = false;  // the send under way carries the visit's token
   int process = -1;
-  TimePoint sent_at{};  // when the last send began
-  uint64_t op = 0;      // the send, lookup or publish under way (its id), 0 for none
-  uint64_t gen = 0;     // a timer armed before the last stage change is ignored
+  TimePoint sent_at{};   // when the last send began
+  uint64_t sent_op = 0;  // its id: a check with a greater id began after it
+  uint64_t op = 0;       // the send, lookup or publish under way (its id), 0 for none
+  uint64_t gen = 0;      // a timer armed before the last stage change is ignored
   TimePoint touched{};
   std::string last_answer;  // "HTTP 500: ..." of the last failed send
   std::string dlq_reason;
@@ -90,6 +91,7 @@ struct Proc {
   TimePoint last_store{};
   int in_flight = 0;
   uint64_t check_id = 0;  // the check under way; 0: none
+  uint64_t check_op = 0;  // the id of the last check begun (ids order checks and sends)
   TimePoint check_started{};
   bool heartbeat_answered = false, probe_answered = false;
   bool heartbeat_ok = false, probe_ok = false;
@@ -184,6 +186,7 @@ struct EngineCore::State {
   // engine_core_send.cpp: sends, checks, decisions, publishes.
   void Dispatch(TimePoint now);
   int PickProcess() const;
+  bool AllDown() const;  // every process's last check failed: no head can be tried now
   void Send(uint64_t eid, Held& h, int p, TimePoint now);
   void EndSend(Held& h);
   void OnStored(uint64_t eid, Held& h, const std::string& body, TimePoint now);

@@ -39,13 +39,14 @@ TEST_CASE("health results are cached for a few seconds", "[classifier]") {
   ProcessHealth h(std::chrono::milliseconds(3000));
   TimePoint t0{};
   CHECK(h.Fresh(t0) == ProcessHealth::State::kUnknown);
-  h.RecordCheck(false, t0 + seconds(9), t0 + seconds(10));
+  h.RecordCheck(false, /*order=*/9, t0 + seconds(10));
   CHECK(h.Fresh(t0 + seconds(12)) == ProcessHealth::State::kDown);
   CHECK(h.Fresh(t0 + seconds(14)) == ProcessHealth::State::kUnknown);
-  // A failed send is judged only by a check that began after the send: one begun before may
-  // have seen the process before the fault.
-  CHECK(h.FreshSince(t0 + seconds(8), t0 + seconds(11)) == ProcessHealth::State::kDown);
-  CHECK(h.FreshSince(t0 + seconds(9), t0 + seconds(11)) == ProcessHealth::State::kUnknown);
+  // A failed send is judged only by a check that began after the send (a greater operation
+  // id, whatever the clock says): one begun before may have seen the process before the fault.
+  CHECK(h.FreshSince(/*send=*/8, t0 + seconds(11)) == ProcessHealth::State::kDown);
+  CHECK(h.FreshSince(/*send=*/9, t0 + seconds(11)) == ProcessHealth::State::kUnknown);
+  CHECK(h.FreshSince(/*send=*/10, t0 + seconds(11)) == ProcessHealth::State::kUnknown);
   CHECK(h.Last() == ProcessHealth::State::kDown);
 }
 

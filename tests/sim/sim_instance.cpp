@@ -281,7 +281,13 @@ void World::Execute(int inst) {
       uint64_t id = d->pub_id;
       std::string reason = d->reason;
       if (FaultActive(Fault::kDlqDown, -1)) {
-        At(now_ + milliseconds(rng_.Int(1, 5)), [this, inst, epoch, id] {
+        // Refused, or (a server that crashed after storing) stored with the answer lost.
+        bool stored_anyway = rng_.Chance(0.3);
+        if (stored_anyway) {
+          At(now_ + milliseconds(rng_.Int(0, 3)),
+             [this, seq, reason] { DeadLetterStored(seq, reason); });
+        }
+        At(now_ + milliseconds(stored_anyway ? 5000 : rng_.Int(1, 5)), [this, inst, epoch, id] {
           Feed(inst, epoch, [this, id](replayer::EngineCore& core) {
             core.OnPublished(id, {replayer::PubOutcome::Kind::kFailed, "no stream"}, now_);
           });
@@ -325,7 +331,15 @@ void World::DeadLetterStored(uint64_t seq, const std::string& reason) {
     }
     return;
   }
+  // Behind a poison head, the visitor's excess goes to WEB_DLQ by design, unless Umami has been
+  // down long enough that the head must have been tried again and found Umami down (the cap is
+  // lifted then): its longest backoff, 24 s, and a check given up after 10 s.
   bool behind_poison = reason == kOverflowReason && poison_lanes_.count(r.lane) != 0;
+  if (behind_poison && OutageFor() > std::chrono::seconds(40)) {
+    Fail(std::string("a good event (") + KindName(r.kind) + ", seq " + std::to_string(seq) +
+         ") was dead-lettered as overflow while every Umami process has been down for a while");
+    return;
+  }
   if (behind_poison) return;
   if ((reason == replayer::kFailedReason || reason == kOverflowReason) && RunbookCase()) {
     ++stats_.good_dead_lettered_runbook;
@@ -333,6 +347,23 @@ void World::DeadLetterStored(uint64_t seq, const std::string& reason) {
   }
   Fail(std::string("a good event (") + KindName(r.kind) + ", seq " + std::to_string(seq) +
        ") was dead-lettered: " + reason);
+}
+
+milliseconds World::OutageFor() const {
+  TimePoint since = TimePoint{};
+  for (int p = 0; p < sc_.processes; ++p) {
+    TimePoint earliest = TimePoint::max();
+    for (const auto& f : sc_.faults) {
+      bool checks_fail =
+          f.fault == Fault::kDown || f.fault == Fault::kHung || f.fault == Fault::kDbDown;
+      if (checks_fail && (f.process < 0 || f.process == p) && now_ >= f.start && now_ < f.end) {
+        earliest = std::min(earliest, f.start);
+      }
+    }
+    if (earliest == TimePoint::max()) return milliseconds(0);
+    since = std::max(since, earliest);
+  }
+  return std::chrono::duration_cast<milliseconds>(now_ - since);
 }
 
 bool World::RunbookCase() const {

@@ -145,9 +145,10 @@ std::string World::MakeBody(int index, uint64_t seq) const {
 
 void World::ScheduleTraffic() {
   // One publish schedules the next: a Poisson stream, faster in bursts.
-  auto clocks = std::make_shared<std::vector<int64_t>>(sc_.visitors, 0);
-  auto next = std::make_shared<std::function<void()>>();
-  *next = [this, clocks, next] {
+  // The steps are members: a lambda holding a shared_ptr to itself would never be freed.
+  visitor_clocks_.assign(sc_.visitors, 0);
+  traffic_step_ = [this] {
+    std::vector<int64_t>* clocks = &visitor_clocks_;
     TimePoint end = start_ + sc_.traffic;
     bool over = now_ >= end;
     if (over && Quiet()) return;
@@ -194,13 +195,12 @@ void World::ScheduleTraffic() {
       rate *= in_minute < 10'000 ? 5.0 : 0.2;
     }
     At(now_ + milliseconds(std::max<int64_t>(1, static_cast<int64_t>(rng_.Exp(1000.0 / rate)))),
-       *next);
+       traffic_step_);
   };
-  At(now_ + milliseconds(10), *next);
+  At(now_ + milliseconds(10), traffic_step_);
   At(start_ + sc_.traffic, [this] { traffic_over_ = true; });
   // The end: every second after the traffic, see whether all is quiet.
-  auto check = std::make_shared<std::function<void()>>();
-  *check = [this, check] {
+  end_check_ = [this] {
     if (traffic_over_ && Quiet()) {
       healed_ = true;
       healed_done_ = true;
@@ -208,9 +208,9 @@ void World::ScheduleTraffic() {
       while (!actions_.empty()) actions_.pop();
       return;
     }
-    At(now_ + std::chrono::seconds(1), *check);
+    At(now_ + std::chrono::seconds(1), end_check_);
   };
-  At(start_ + sc_.traffic, *check);
+  At(start_ + sc_.traffic, end_check_);
 }
 
 void World::ScheduleFaults() {

@@ -97,7 +97,14 @@ std::string World::Run() {
   while (!actions_.empty() && failure_.empty()) {
     Action a = actions_.top();
     actions_.pop();
+    // Liveness too: the engine must let time move. A loop of inputs and commands at one
+    // instant (a check answered and started again at once, for ever) is a hang in production.
+    same_instant_ = a.at == now_ ? same_instant_ + 1 : 0;
     now_ = a.at;
+    if (same_instant_ > kMaxStepsAtOneInstant) {
+      Fail("livelock: " + std::to_string(same_instant_) + " steps without time moving");
+      break;
+    }
     std::function<void()> fn = std::move(slots_[a.slot]);
     free_slots_.push_back(a.slot);
     bool stalled = acked_ < msgs_.size() && now_ - last_ack_ > std::chrono::minutes(30);

@@ -152,7 +152,8 @@ class World {
   void Store(int index, int process, bool ok_answer, const std::string& token, int inst,
              uint64_t epoch);
   void NoteWriteFailure(int process, const std::string& lane);
-  bool RunbookCase() const;  // fewer than 3 visitors failed for a write fault in a minute
+  bool RunbookCase() const;        // fewer than 3 visitors failed for a write fault in a minute
+  milliseconds OutageFor() const;  // how long every process has failed its checks (0: not now)
   void DeadLetterStored(uint64_t seq, const std::string& reason);
 
   // sim_instance.cpp: the replayer instances.
@@ -194,6 +195,10 @@ class World {
   uint64_t next_new_ = 1;                   // the next never-delivered seq
   int64_t unacked_ = 0;
   size_t acked_ = 0;
+  std::function<void()> traffic_step_, end_check_;  // ScheduleTraffic's repeating steps
+  std::vector<int64_t> visitor_clocks_;             // accepted_at per visitor (backlogs)
+  int64_t same_instant_ = 0;                        // steps run since the clock last moved
+  static constexpr int64_t kMaxStepsAtOneInstant = 200000;
   TimePoint last_ack_{};
   std::unordered_map<std::string, uint64_t> guard_;
   std::unordered_map<std::string, std::string> visit_kv_;
