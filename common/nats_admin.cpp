@@ -58,6 +58,7 @@ StreamSettings FromConfig(const jsStreamConfig& c) {
   s.duplicate_window = Millis(c.Duplicates / kNsPerMs);
   s.max_msgs_per_subject = c.MaxMsgsPerSubject <= 0 ? -1 : c.MaxMsgsPerSubject;
   s.allow_direct = c.AllowDirect;
+  s.max_msg_size = c.MaxMsgSize <= 0 ? -1 : c.MaxMsgSize;
   if (s.name.rfind("KV_", 0) == 0) s.bucket = s.name.substr(3);
   return s;
 }
@@ -73,6 +74,7 @@ void ApplyTo(const StreamSettings& want, jsStreamConfig& c, std::vector<const ch
   c.Duplicates = want.duplicate_window.count() * kNsPerMs;
   c.MaxMsgsPerSubject = want.max_msgs_per_subject;
   c.AllowDirect = want.allow_direct;
+  c.MaxMsgSize = static_cast<int32_t>(want.max_msg_size);
 }
 
 }  // namespace
@@ -177,6 +179,8 @@ Result<backlog::StreamReading> ReadStream(NatsClient& client, const std::string&
   }
   return r;
 }
+
+int64_t MaxPayload(NatsClient& client) { return natsConnection_GetMaxPayload(client.conn()); }
 
 Result<std::vector<std::string>> StreamNames(NatsClient& client) {
   jsStreamNamesList* raw = nullptr;

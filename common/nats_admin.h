@@ -29,6 +29,9 @@ Status Update(NatsClient& client, const topology::StreamSettings& want);
 // the answer came.
 Result<backlog::StreamReading> ReadStream(NatsClient& client, const std::string& stream);
 
+// The max payload (headers + payload) of the server this client is connected to, from its INFO.
+int64_t MaxPayload(NatsClient& client);
+
 // Names of every stream on the server (KV buckets appear as KV_<bucket>).
 Result<std::vector<std::string>> StreamNames(NatsClient& client);
 
