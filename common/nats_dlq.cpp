@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <thread>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -17,98 +19,259 @@
 namespace core::nats_dlq {
 namespace {
 
+using nats_admin::Patience;
+
 struct MsgDeleter {
   void operator()(natsMsg* m) const { natsMsg_Destroy(m); }
 };
-struct MetaDeleter {
-  void operator()(jsMsgMetaData* m) const { jsMsgMetaData_Destroy(m); }
-};
-struct ConsumerInfoDeleter {
-  void operator()(jsConsumerInfo* c) const { jsConsumerInfo_Destroy(c); }
-};
-
-// How long one wait for the next message lasts, and how many empty waits in a row are allowed
-// while the server still reports matching messages (an ordered consumer being recreated after a
-// gap takes a heartbeat interval or two).
-constexpr int64_t kNextWaitMs = 1000;
-constexpr int kMaxEmptyWaits = 15;
-
-jsOptions RequestOptions(const NatsClient& client) {
-  jsOptions o;
-  jsOptions_Init(&o);
-  o.Wait = client.request_timeout_ms();
-  return o;
-}
-
-Headers CopyHeaders(natsMsg* msg, bool drop_size) {
-  Headers out;
-  const char** keys = nullptr;
-  int count = 0;
-  if (natsMsgHeader_Keys(msg, &keys, &count) != NATS_OK) return out;
-  for (int i = 0; i < count; ++i) {
-    if (drop_size && std::strcmp(keys[i], JSMsgSize) == 0) continue;
-    const char** values = nullptr;
-    int n = 0;
-    if (natsMsgHeader_Values(msg, keys[i], &values, &n) == NATS_OK) {
-      for (int j = 0; j < n; ++j) out.emplace_back(keys[i], values[j]);
-      free(values);
-    }
+struct SubDeleter {
+  void operator()(natsSubscription* s) const {
+    natsSubscription_Unsubscribe(s);
+    natsSubscription_Destroy(s);
   }
-  free(keys);
+};
+
+// Gets in flight at once at most (a window doubles up to it while it keeps finding messages).
+constexpr size_t kMaxWindow = 256;
+
+// Requests to one subject sent together on one reply subscription; answer i (its body) when
+// one came within `timeout`. "No responders" (a status without body) counts as no answer.
+struct Answers {
+  std::vector<std::optional<std::string>> bodies;
+  std::optional<Error> error;  // the requests could not be sent at all
+};
+
+Answers RequestAll(NatsClient& client, const std::string& subject,
+                   const std::vector<std::string>& bodies, Millis timeout) {
+  Answers out;
+  out.bodies.assign(bodies.size(), std::nullopt);
+  auto inbox = client.NewInbox();
+  if (!inbox) {
+    out.error = inbox.error();
+    return out;
+  }
+  natsSubscription* raw = nullptr;
+  natsStatus s = natsConnection_SubscribeSync(&raw, client.conn(), (*inbox + ".*").c_str());
+  std::unique_ptr<natsSubscription, SubDeleter> sub(raw);
+  if (s != NATS_OK) {
+    out.error = NatsError(s, subject + ": reply subscription");
+    return out;
+  }
+  size_t expected = 0;
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    s = natsConnection_PublishRequest(client.conn(), subject.c_str(),
+                                      (*inbox + "." + std::to_string(i)).c_str(), bodies[i].data(),
+                                      static_cast<int>(bodies[i].size()));
+    if (s != NATS_OK) {
+      out.error = NatsError(s, subject);
+      return out;
+    }
+    ++expected;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (expected > 0) {
+    auto left = std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    natsMsg* m = nullptr;
+    s = natsSubscription_NextMsg(&m, sub.get(), left.count());
+    if (s != NATS_OK) break;
+    std::unique_ptr<natsMsg, MsgDeleter> reply(m);
+    std::string_view subj = natsMsg_GetSubject(m);
+    size_t i = 0;
+    auto tail = subj.substr(subj.rfind('.') + 1);
+    if (std::from_chars(tail.data(), tail.data() + tail.size(), i).ec != std::errc() ||
+        i >= bodies.size() || out.bodies[i]) {
+      continue;  // not ours, or a second answer (every server answers "not available")
+    }
+    const char* d = natsMsg_GetData(m);
+    int n = natsMsg_GetDataLength(m);
+    if (n == 0) continue;  // "no responders": JetStream is not there (yet)
+    out.bodies[i] = std::string(d, static_cast<size_t>(n));
+    --expected;
+  }
   return out;
 }
 
-// A probe of the stream at `seq`: the first message stored at seq or within the few after it
-// (erased messages leave gaps). nullopt when none is there or the server did not answer.
-constexpr uint64_t kProbeSpan = 16;
-std::optional<std::pair<uint64_t, int64_t>> Probe(NatsClient& client, const std::string& stream,
-                                                  uint64_t seq, uint64_t end) {
-  jsOptions o = RequestOptions(client);
-  for (uint64_t s = seq; s < end && s < seq + kProbeSpan; ++s) {
-    natsMsg* raw = nullptr;
-    natsStatus st = js_GetMsg(&raw, client.js(), stream.c_str(), s, &o, nullptr);
-    std::unique_ptr<natsMsg, MsgDeleter> msg(raw);
-    if (st == NATS_NOT_FOUND) continue;
-    if (st != NATS_OK) return std::nullopt;
-    return std::make_pair(s, natsMsg_GetTime(msg.get()));
+// RequestAll, with the requests that got no answer or a retryable error answer sent again
+// within `patience`. Answer i: its body (which may be an error answer that is not retryable).
+Result<std::vector<std::string>> RequestAllRetrying(NatsClient& client, const std::string& subject,
+                                                    const std::vector<std::string>& bodies,
+                                                    Millis timeout, const std::string& what,
+                                                    std::vector<int>* tries = nullptr) {
+  std::vector<std::optional<std::string>> got(bodies.size());
+  if (tries != nullptr) tries->assign(bodies.size(), 0);
+  Patience patience;
+  std::string last_why = "no answer within " + std::to_string(timeout.count()) + " ms";
+  while (true) {
+    std::vector<size_t> todo;
+    std::vector<std::string> send;
+    for (size_t i = 0; i < bodies.size(); ++i) {
+      if (!got[i]) {
+        todo.push_back(i);
+        send.push_back(bodies[i]);
+      }
+    }
+    if (todo.empty()) break;
+    Answers a = RequestAll(client, subject, send, timeout);
+    if (a.error && a.error->kind != ErrorKind::kRetryable) return *a.error;
+    bool progress = false;
+    for (size_t k = 0; k < todo.size(); ++k) {
+      if (tries != nullptr) ++(*tries)[todo[k]];
+      if (!a.bodies[k]) continue;
+      auto api = nats_admin::ApiError(*a.bodies[k], what);
+      if (api && api->kind == ErrorKind::kRetryable) {
+        last_why = api->message;
+        continue;
+      }
+      got[todo[k]] = std::move(a.bodies[k]);
+      progress = true;
+    }
+    if (a.error) last_why = a.error->message;
+    if (progress) patience.Progress();
+    if (std::all_of(got.begin(), got.end(), [](const auto& g) { return g.has_value(); })) break;
+    auto delay = patience.NextDelay();
+    if (!delay) {
+      std::string server = nats_admin::LastServerError(client);
+      return Error::Retryable(what + ": gave up after " +
+                              std::to_string(patience.waited().count() / 1000) + " s (" + last_why +
+                              ")" + (server.empty() ? "" : "; the server said: " + server));
+    }
+    std::this_thread::sleep_for(*delay);
   }
-  return std::nullopt;
+  std::vector<std::string> out;
+  out.reserve(got.size());
+  for (auto& g : got) out.push_back(std::move(*g));
+  return out;
 }
 
-// The sequence to start a walk from `time_ns` at. nats-server 2.9's own start-by-time (a consumer
-// with opt_start_time) now and then delivered nothing for a time that fell between two stored
-// messages (the dlq list test: a bound at 35.005 s, messages at 33.859 s and 35.109 s, an empty
-// consumer). So the walk starts by sequence, found here by a binary search over message gets on
-// the stream's timestamps, which grow with the sequence. The answer never lies past the first
-// message at or after the time: where a probe cannot tell (a gap, no answer) the search narrows
-// towards the start, and callers filter by time as well, so starting early only costs reading.
-uint64_t FirstSeqAtOrAfter(NatsClient& client, const std::string& stream, uint64_t lo,
-                           uint64_t last, int64_t time_ns) {
-  uint64_t hi = last + 1;  // lo: every message before it was stored before the time
+std::string GetBody(uint64_t seq, const std::string& next_by_subject) {
+  nlohmann::json j = {{"seq", seq}};
+  if (!next_by_subject.empty()) j["next_by_subj"] = next_by_subject;
+  return j.dump();
+}
+
+// A stored message from a message get's answer; nullopt (with found = false) for "no message".
+Result<std::optional<StoredMessage>> ParseGet(const std::string& answer, const std::string& what,
+                                              bool keep_data) {
+  if (auto e = nats_admin::ApiError(answer, what)) {
+    if (e->kind == ErrorKind::kNotFound) return std::optional<StoredMessage>();
+    return *e;
+  }
+  auto j = nlohmann::json::parse(answer, nullptr, false);
+  if (!j.is_object() || !j.contains("message") || !j["message"].is_object()) {
+    return Error::Permanent(what + ": an answer that is not JetStream's");
+  }
+  const auto& m = j["message"];
+  StoredMessage out;
+  out.seq = m.value("seq", uint64_t{0});
+  out.subject = m.value("subject", std::string());
+  auto t = nats_admin::ParseJsTime(m.value("time", std::string()));
+  out.time_ns = t ? *t : 0;
+  if (auto h = m.find("hdrs"); h != m.end() && h->is_string()) {
+    auto block = DecodeBase64(h->get_ref<const std::string&>());
+    if (!block) return Error::Permanent(what + ": headers that are not base64");
+    out.headers = ParseHeaderBlock(*block);
+  }
+  if (auto d = m.find("data"); d != m.end() && d->is_string()) {
+    const std::string& b64 = d->get_ref<const std::string&>();
+    if (keep_data) {
+      auto data = DecodeBase64(b64);
+      if (!data) return Error::Permanent(what + ": a payload that is not base64");
+      out.data = std::move(*data);
+      out.size = out.data.size();
+    } else {
+      size_t pad = b64.size() >= 2 && b64[b64.size() - 2] == '=' ? 2
+                   : !b64.empty() && b64.back() == '='           ? 1
+                                                                 : 0;
+      out.size = b64.size() / 4 * 3 - pad;
+    }
+  }
+  if (out.seq == 0) return Error::Permanent(what + ": a message without a sequence");
+  return std::optional<StoredMessage>(std::move(out));
+}
+
+// The first message matching `filter` at or after `seq`, from the leader.
+Result<std::optional<StoredMessage>> GetNext(NatsClient& client, const std::string& stream,
+                                             uint64_t seq, const std::string& filter) {
+  const std::string what = "read " + stream;
+  auto answers =
+      RequestAllRetrying(client, "$JS.API.STREAM.MSG.GET." + stream, {GetBody(seq, filter)},
+                         Millis(client.request_timeout_ms()), what);
+  if (!answers) return answers.error();
+  return ParseGet((*answers)[0], what, false);
+}
+
+// The sequence to start a walk from `time_ns` at: a binary search over message gets on the
+// stream's timestamps, which grow with the sequence. (nats-server 2.9's own start-by-time
+// consumer now and then delivered nothing for a time that fell between two stored messages.)
+// The answer never lies past the first matching message at or after the time; callers filter
+// by time as well, so starting early only costs reading.
+Result<uint64_t> FirstSeqAtOrAfter(NatsClient& client, const BrowseSpec& spec, uint64_t lo,
+                                   uint64_t last) {
+  uint64_t hi = last + 1;  // lo: every matching message before it was stored before the time
   while (lo < hi) {
     uint64_t mid = lo + (hi - lo) / 2;
-    auto found = Probe(client, stream, mid, hi);
-    if (found && found->second < time_ns) {
-      lo = found->first + 1;
+    auto found = GetNext(client, spec.stream, mid, spec.filter_subject);
+    if (!found) return found.error();
+    if (*found && (*found)->seq < hi && (*found)->time_ns < spec.start_time_ns) {
+      lo = (*found)->seq + 1;
     } else {
-      hi = mid;  // at or after the time, or unknown: look before
+      hi = mid;  // at or after the time, or nothing matches from mid on: look before
     }
   }
   return lo;
 }
 
-// Messages the consumer has delivered plus those still to deliver; nullopt when unknown.
-Result<uint64_t> PendingTotal(natsSubscription* sub, const NatsClient& client, bool undelivered) {
-  jsConsumerInfo* raw = nullptr;
-  jsErrCode jerr = static_cast<jsErrCode>(0);
-  jsOptions o = RequestOptions(client);
-  natsStatus s = natsSubscription_GetConsumerInfo(&raw, sub, &o, &jerr);
-  std::unique_ptr<jsConsumerInfo, ConsumerInfoDeleter> ci(raw);
-  if (s != NATS_OK) return NatsError(s, "read position", jerr);
-  return undelivered ? ci->NumPending : ci->NumPending + ci->Delivered.Consumer;
+}  // namespace
+
+Headers ParseHeaderBlock(std::string_view block) {
+  Headers out;
+  size_t pos = block.find("\r\n");  // past the "NATS/1.0" status line
+  if (pos == std::string_view::npos) return out;
+  pos += 2;
+  while (pos < block.size()) {
+    size_t end = block.find("\r\n", pos);
+    if (end == std::string_view::npos) end = block.size();
+    std::string_view line = block.substr(pos, end - pos);
+    pos = end + 2;
+    if (line.empty()) break;
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 0) continue;
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+      value.remove_prefix(1);
+    out.emplace_back(std::string(line.substr(0, colon)), std::string(value));
+  }
+  return out;
 }
 
-}  // namespace
+std::optional<std::string> DecodeBase64(std::string_view in) {
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
+  if (in.size() % 4 == 1) return std::nullopt;
+  std::string out;
+  out.reserve(in.size() / 4 * 3 + 2);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    int v = val(c);
+    if (v < 0) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return out;
+}
 
 std::optional<std::string> StoredMessage::Header(std::string_view key) const {
   for (const auto& [k, v] : headers) {
@@ -121,96 +284,68 @@ Result<std::unique_ptr<StreamBrowser>> StreamBrowser::Open(NatsClient& client,
                                                            const BrowseSpec& spec) {
   std::unique_ptr<StreamBrowser> b(new StreamBrowser());
   b->spec_ = spec;
-  if (spec.end_seq == 0 || spec.end_seq < spec.start_seq) {
-    b->done_ = true;  // nothing to walk: no consumer needed
+  b->client_ = &client;
+  b->cursor_ = std::max<uint64_t>(spec.start_seq, 1);
+  if (spec.end_seq == 0 || spec.end_seq < b->cursor_) {
+    b->done_ = true;  // nothing to walk
     return b;
   }
-  uint64_t start_seq = std::max<uint64_t>(spec.start_seq, 1);
   if (spec.start_time_ns > 0) {
-    auto state = nats_admin::ReadStream(client, spec.stream);
-    if (!state) return state.error();
-    start_seq = FirstSeqAtOrAfter(client, spec.stream, std::max(start_seq, state->first_seq),
-                                  state->last_seq, spec.start_time_ns);
-    if (start_seq > spec.end_seq) {
-      b->done_ = true;  // nothing stored at or after the time within the walk
-      return b;
-    }
+    auto start = FirstSeqAtOrAfter(client, spec, b->cursor_, spec.end_seq);
+    if (!start) return start.error();
+    b->cursor_ = *start;
+    if (b->cursor_ > spec.end_seq) b->done_ = true;
   }
-  jsSubOptions so;
-  jsSubOptions_Init(&so);
-  so.Stream = b->spec_.stream.c_str();
-  so.Ordered = true;
-  so.Config.HeadersOnly = spec.headers_only;
-  so.Config.DeliverPolicy = js_DeliverByStartSequence;
-  so.Config.OptStartSeq = start_seq;
-  jsOptions jo = RequestOptions(client);
-  jsErrCode jerr = static_cast<jsErrCode>(0);
-  natsStatus s =
-      js_SubscribeSync(&b->sub_, client.js(), b->spec_.filter_subject.c_str(), &jo, &so, &jerr);
-  if (s != NATS_OK) return NatsError(s, "read " + spec.stream, jerr);
-  auto total = PendingTotal(b->sub_, client, false);
-  if (!total) return total.error();
-  b->initial_pending_ = *total;
-  b->done_ = *total == 0;
-  b->client_ = &client;
   return b;
 }
 
-StreamBrowser::~StreamBrowser() {
-  if (sub_ != nullptr) {
-    natsSubscription_Unsubscribe(sub_);  // removes the ephemeral consumer now
-    natsSubscription_Destroy(sub_);
+Status StreamBrowser::Fill() {
+  if (cursor_ > spec_.end_seq) {
+    done_ = true;
+    return Status::Ok();
   }
+  // Window [cursor, cursor + k): get i answers the first match at or after cursor + i, so the
+  // distinct answers below cursor + k are exactly the matches in the window; the last get's
+  // answer, when it lies beyond, is the first match after it.
+  const uint64_t k = std::min<uint64_t>(window_, spec_.end_seq - cursor_ + 1);
+  std::vector<std::string> bodies;
+  for (uint64_t i = 0; i < k; ++i) bodies.push_back(GetBody(cursor_ + i, spec_.filter_subject));
+  const std::string what = "read " + spec_.stream;
+  auto answers = RequestAllRetrying(*client_, "$JS.API.STREAM.MSG.GET." + spec_.stream, bodies,
+                                    Millis(client_->request_timeout_ms()), what);
+  if (!answers) return answers.error();
+  std::map<uint64_t, StoredMessage> found;
+  size_t inside = 0;
+  std::optional<uint64_t> last_answer;
+  for (size_t i = 0; i < answers->size(); ++i) {
+    auto m = ParseGet((*answers)[i], what, !spec_.headers_only);
+    if (!m) return m.error();
+    if (i + 1 == answers->size())
+      last_answer = *m ? std::optional<uint64_t>((*m)->seq) : std::nullopt;
+    if (!*m || (*m)->seq < cursor_ || (*m)->seq > spec_.end_seq) continue;
+    uint64_t seq = (*m)->seq;
+    if (seq < cursor_ + k) ++inside;
+    if (seq < cursor_ + k || i + 1 == answers->size()) found.emplace(seq, std::move(**m));
+  }
+  for (auto& [seq, m] : found) ready_.push_back(std::move(m));
+  if (!last_answer) {
+    done_ = true;  // nothing matches at or after the window's last sequence
+    cursor_ = spec_.end_seq + 1;
+  } else {
+    cursor_ = std::max(cursor_ + k, *last_answer + 1);
+  }
+  window_ = std::clamp<size_t>(inside * 2, 1, kMaxWindow);
+  return Status::Ok();
 }
 
 Result<std::optional<StoredMessage>> StreamBrowser::Next() {
-  int empty_waits = 0;
-  while (!done_) {
-    natsMsg* raw = nullptr;
-    natsStatus s = natsSubscription_NextMsg(&raw, sub_, kNextWaitMs);
-    if (s == NATS_TIMEOUT) {
-      // Nothing came: either the walk is over (the matching messages ahead were erased by
-      // someone else) or the consumer is slow or being recreated.
-      auto left = PendingTotal(sub_, *client_, true);
-      if (!left) return left.error();
-      if (*left == 0) break;
-      if (++empty_waits >= kMaxEmptyWaits) {
-        return Error::Retryable("read " + spec_.stream + ": no message for " +
-                                std::to_string(kMaxEmptyWaits * kNextWaitMs / 1000) +
-                                " s while the server reports " + std::to_string(*left) + " more");
-      }
-      continue;
-    }
-    if (s != NATS_OK) return NatsError(s, "read " + spec_.stream);
-    std::unique_ptr<natsMsg, MsgDeleter> msg(raw);
-    jsMsgMetaData* meta_raw = nullptr;
-    if (natsMsg_GetMetaData(&meta_raw, msg.get()) != NATS_OK) {
-      return Error::Permanent("read " + spec_.stream + ": a message without JetStream metadata");
-    }
-    std::unique_ptr<jsMsgMetaData, MetaDeleter> meta(meta_raw);
-    if (meta->Sequence.Stream > spec_.end_seq) break;
-    if (meta->NumPending == 0) done_ = true;  // this one is the last that matched
-    StoredMessage m;
-    m.seq = meta->Sequence.Stream;
-    m.time_ns = meta->Timestamp;
-    const char* subj = natsMsg_GetSubject(msg.get());
-    m.subject = subj ? subj : "";
-    m.headers = CopyHeaders(msg.get(), spec_.headers_only);
-    if (spec_.headers_only) {
-      const char* size = nullptr;
-      if (natsMsgHeader_Get(msg.get(), JSMsgSize, &size) == NATS_OK && size != nullptr) {
-        std::from_chars(size, size + std::strlen(size), m.size);
-      }
-    } else {
-      const char* d = natsMsg_GetData(msg.get());
-      int n = natsMsg_GetDataLength(msg.get());
-      if (d != nullptr && n > 0) m.data.assign(d, static_cast<size_t>(n));
-      m.size = m.data.size();
-    }
-    return std::optional<StoredMessage>(std::move(m));
+  while (ready_.empty() && !done_) {
+    if (auto s = Fill(); !s) return s.error();
   }
-  done_ = true;
-  return std::optional<StoredMessage>();
+  if (ready_.empty()) return std::optional<StoredMessage>();
+  StoredMessage m = std::move(ready_.front());
+  ready_.pop_front();
+  return std::optional<StoredMessage>(std::move(m));
 }
 
 struct BatchPublisherAccess {
@@ -232,40 +367,14 @@ void OnBatchAck(jsCtx*, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* clos
     jsErrCode code = pae != nullptr ? pae->ErrCode : static_cast<jsErrCode>(0);
     std::string text = pae != nullptr && pae->ErrText != nullptr ? pae->ErrText : "";
     const char* subject = natsMsg_GetSubject(msg);
-    BatchPublisherAccess::Acked(self, msg,
-                                NatsError(err,
-                                          std::string("publish to ") + (subject ? subject : "?") +
-                                              (text.empty() ? "" : " (" + text + ")"),
-                                          code));
+    Error e = NatsError(err,
+                        std::string("publish to ") + (subject ? subject : "?") +
+                            (text.empty() ? "" : " (" + text + ")"),
+                        code);
+    if (code == JSClusterNotAvailErr) e.kind = ErrorKind::kRetryable;  // an election: it passes
+    BatchPublisherAccess::Acked(self, msg, std::move(e));
   }
   natsMsg_Destroy(msg);
-}
-
-struct SubDeleter {
-  void operator()(natsSubscription* s) const {
-    natsSubscription_Unsubscribe(s);
-    natsSubscription_Destroy(s);
-  }
-};
-
-// One answer of the JetStream API to a message delete request.
-Status EraseAnswer(natsMsg* reply, const std::string& what) {
-  const char* status = nullptr;
-  if (natsMsg_GetDataLength(reply) == 0 && natsMsgHeader_Get(reply, "Status", &status) == NATS_OK &&
-      status != nullptr) {
-    return Error::Retryable(what + ": no responders (status " + status + "): JetStream is down");
-  }
-  const char* d = natsMsg_GetData(reply);
-  auto j = nlohmann::json::parse(d, d + natsMsg_GetDataLength(reply), nullptr, false);
-  if (j.is_object() && j.value("success", false)) return Status::Ok();
-  if (j.is_object() && j.contains("error") && j["error"].is_object()) {
-    std::string desc = j["error"].value("description", "");
-    int code = j["error"].value("err_code", 0);
-    std::string msg = what + ": " + desc + " (JetStream error " + std::to_string(code) + ")";
-    if (desc.find("no message found") != std::string::npos) return Error::NotFound(msg);
-    return Error::Permanent(msg);
-  }
-  return Error::Permanent(what + ": an answer that is not the JetStream API's");
 }
 
 }  // namespace
@@ -354,55 +463,66 @@ std::vector<Result<PubAck>> BatchPublisher::PublishAll(const std::vector<OutMess
 
 std::vector<Status> EraseAll(NatsClient& client, const std::string& stream,
                              const std::vector<uint64_t>& seqs, Millis timeout) {
-  std::vector<std::optional<Status>> got(seqs.size());
-  auto what = [&](size_t i) { return "erase " + stream + " #" + std::to_string(seqs[i]); };
-  auto inbox = client.NewInbox();
-  if (!inbox) return std::vector<Status>(seqs.size(), Status(inbox.error()));
-  natsSubscription* raw = nullptr;
-  natsStatus s = natsConnection_SubscribeSync(&raw, client.conn(), (*inbox + ".*").c_str());
-  std::unique_ptr<natsSubscription, SubDeleter> sub(raw);
-  if (s != NATS_OK) {
-    Error e = NatsError(s, "erase " + stream + ": reply subscription");
-    return std::vector<Status>(seqs.size(), Status(e));
+  std::vector<std::string> bodies;
+  bodies.reserve(seqs.size());
+  for (uint64_t seq : seqs) {
+    bodies.push_back("{\"seq\":" + std::to_string(seq) + "}");  // no "no_erase": erase
   }
-  const std::string subject = "$JS.API.STREAM.MSG.DELETE." + stream;
-  size_t expected = 0;
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    std::string body = "{\"seq\":" + std::to_string(seqs[i]) + "}";  // no "no_erase": erase
-    s = natsConnection_PublishRequest(client.conn(), subject.c_str(),
-                                      (*inbox + "." + std::to_string(i)).c_str(), body.data(),
-                                      static_cast<int>(body.size()));
-    if (s != NATS_OK) {
-      got[i] = Status(NatsError(s, what(i)));
-    } else {
-      ++expected;
-    }
-  }
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (expected > 0) {
-    auto left = std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
-    natsMsg* m = nullptr;
-    s = natsSubscription_NextMsg(&m, sub.get(), left.count());
-    if (s == NATS_TIMEOUT) break;
-    if (s != NATS_OK) break;
-    std::unique_ptr<natsMsg, MsgDeleter> reply(m);
-    std::string_view subj = natsMsg_GetSubject(m);
-    size_t i = 0;
-    auto tail = subj.substr(subj.rfind('.') + 1);
-    if (std::from_chars(tail.data(), tail.data() + tail.size(), i).ec != std::errc() ||
-        i >= seqs.size() || got[i]) {
-      continue;
-    }
-    got[i] = EraseAnswer(m, what(i));
-    --expected;
-  }
+  std::vector<int> tries;
+  const std::string what = "erase " + stream;
+  auto answers = RequestAllRetrying(client, "$JS.API.STREAM.MSG.DELETE." + stream, bodies, timeout,
+                                    what, &tries);
   std::vector<Status> out;
   out.reserve(seqs.size());
   for (size_t i = 0; i < seqs.size(); ++i) {
-    out.push_back(got[i] ? *got[i]
-                         : Status(Error::Retryable(what(i) + ": no answer within " +
-                                                   std::to_string(timeout.count()) + " ms")));
+    const std::string one = what + " #" + std::to_string(seqs[i]);
+    if (!answers) {
+      out.push_back(answers.error());
+      continue;
+    }
+    const std::string& a = (*answers)[i];
+    if (auto e = nats_admin::ApiError(a, one)) {
+      // Gone on a second try: the first one, whose answer was lost, erased it.
+      if (e->kind == ErrorKind::kNotFound && tries[i] > 1) {
+        out.push_back(Status::Ok());
+      } else {
+        out.push_back(*e);
+      }
+      continue;
+    }
+    auto j = nlohmann::json::parse(a, nullptr, false);
+    if (j.is_object() && j.value("success", false)) {
+      out.push_back(Status::Ok());
+    } else {
+      out.push_back(Error::Permanent(one + ": an answer that is not the JetStream API's"));
+    }
+  }
+  return out;
+}
+
+std::vector<Result<bool>> GetAll(NatsClient& client, const std::string& stream,
+                                 const std::vector<uint64_t>& seqs, Millis timeout) {
+  std::vector<Result<bool>> out;
+  const std::string what = "read " + stream;
+  for (size_t at = 0; at < seqs.size(); at += kMaxWindow) {
+    std::vector<std::string> bodies;
+    for (size_t i = at; i < std::min(seqs.size(), at + kMaxWindow); ++i) {
+      bodies.push_back(GetBody(seqs[i], ""));
+    }
+    auto answers =
+        RequestAllRetrying(client, "$JS.API.STREAM.MSG.GET." + stream, bodies, timeout, what);
+    for (size_t i = 0; i < bodies.size(); ++i) {
+      if (!answers) {
+        out.push_back(answers.error());
+        continue;
+      }
+      auto m = ParseGet((*answers)[i], what + " #" + std::to_string(seqs[at + i]), false);
+      if (!m) {
+        out.push_back(m.error());
+      } else {
+        out.push_back(m->has_value());
+      }
+    }
   }
   return out;
 }

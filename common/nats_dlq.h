@@ -3,13 +3,16 @@
 // securely in batches of pipelined requests.
 //
 // Adapter over nats.c (see nats_client.h); callers see only our types. A StreamBrowser walks
-// the stream in sequence order through an ephemeral ordered consumer (no acks, nothing is
-// removed); it owns that subscription and unsubscribes in its destructor (the server deletes
-// the consumer then, or by itself after the process died). It borrows the NatsClient, which must
-// outlive it. One thread uses a StreamBrowser; EraseAll may be called from any thread.
+// the stream in sequence order with message gets ($JS.API.STREAM.MSG.GET, next by subject),
+// several in flight at once: no consumer is created, so none can be left behind on a node that
+// died, and any stream leader answers (an election between two gets costs a retry, not the
+// walk). Every request is retried within nats_admin::kClusterPatience. The browser borrows the
+// NatsClient, which must outlive it; one thread uses it. EraseAll and GetAll may be called from
+// any thread.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -22,19 +25,18 @@
 #include "common/nats_stream.h"
 #include "common/result.h"
 
-typedef struct __natsSubscription natsSubscription;
 typedef struct __natsMsg natsMsg;
 typedef struct __jsCtx jsCtx;
 
 namespace core::nats_dlq {
 
-// One stored message as the browser saw it. `data` is empty when the browser reads headers
+// One stored message as the browser saw it. `data` is empty when the browser keeps headers
 // only; `size` is the payload size either way.
 struct StoredMessage {
   uint64_t seq = 0;
   int64_t time_ns = 0;  // when the stream stored it
   std::string subject;
-  Headers headers;  // as stored (Nats-Msg-Id included), minus the browser's own Nats-Msg-Size
+  Headers headers;  // as stored (Nats-Msg-Id included)
   std::string data;
   uint64_t size = 0;
 
@@ -45,17 +47,17 @@ struct BrowseSpec {
   std::string stream;
   std::string filter_subject;  // e.g. dlq.web.* or dlq.web.<site>
   uint64_t start_seq = 1;
-  // When non-zero: start at the first message stored at or after this time (found by sequence;
-  // it may start a little earlier where erased messages leave gaps: filter by time too).
+  // When non-zero: start at the first message stored at or after this time (found by a binary
+  // search over message gets; it may start a little earlier: filter by time too).
   int64_t start_time_ns = 0;
   uint64_t end_seq = 0;       // the last sequence to return (0: nothing); later ones end the walk
-  bool headers_only = false;  // the payload never leaves the server (list)
+  bool headers_only = false;  // the payload is dropped as it arrives; only its size is kept
+  uint64_t at_most = 0;       // an upper bound of what the walk returns, for progress displays
 };
 
 class StreamBrowser {
  public:
   static Result<std::unique_ptr<StreamBrowser>> Open(NatsClient& client, const BrowseSpec& spec);
-  ~StreamBrowser();
   StreamBrowser(const StreamBrowser&) = delete;
   StreamBrowser& operator=(const StreamBrowser&) = delete;
 
@@ -63,16 +65,19 @@ class StreamBrowser {
   // Messages erased while the walk runs are simply not returned.
   Result<std::optional<StoredMessage>> Next();
 
-  // Matching messages from the start the server reported when the walk began (later arrivals
-  // included): an upper bound for progress displays.
-  uint64_t initial_pending() const { return initial_pending_; }
+  // spec.at_most: an upper bound for progress displays.
+  uint64_t initial_pending() const { return spec_.at_most; }
 
  private:
   StreamBrowser() = default;
-  NatsClient* client_ = nullptr;     // borrowed
-  natsSubscription* sub_ = nullptr;  // owned
+  // Reads the next window of sequences into ready_; done_ when nothing matches after it.
+  Status Fill();
+
+  NatsClient* client_ = nullptr;  // borrowed
   BrowseSpec spec_;
-  uint64_t initial_pending_ = 0;
+  uint64_t cursor_ = 1;  // the next sequence not looked at yet
+  size_t window_ = 1;    // gets in flight at once: doubles while they find messages
+  std::deque<StoredMessage> ready_;
   bool done_ = false;
 };
 
@@ -104,9 +109,21 @@ class BatchPublisher {
 
 // Removes the messages at `seqs` and overwrites their stored bytes (JetStream's erase, not the
 // plain delete), with the requests pipelined: sent together, the answers collected as they come
-// within `timeout`. Result i belongs to seqs[i]: NotFound when that message is not there
-// (already erased, expired, never stored); Retryable when no answer came.
+// within `timeout`; those without an answer are sent again within kClusterPatience (an answer
+// lost in an election: a retry that finds the message gone counts as erased, our first request
+// did it). Result i belongs to seqs[i]: NotFound when that message was not there (already
+// erased, expired, never stored); Retryable when no answer came.
 std::vector<Status> EraseAll(NatsClient& client, const std::string& stream,
                              const std::vector<uint64_t>& seqs, Millis timeout);
+
+// Whether each of `seqs` is stored in the stream as its leader answers now (message gets,
+// pipelined, retried as EraseAll): true stored, false not (NotFound), or the error.
+std::vector<Result<bool>> GetAll(NatsClient& client, const std::string& stream,
+                                 const std::vector<uint64_t>& seqs, Millis timeout);
+
+// Pure, for the tests: the header block of a stored message ("NATS/1.0\r\nKey: value\r\n...")
+// as key/value pairs in order; and standard base64.
+Headers ParseHeaderBlock(std::string_view block);
+std::optional<std::string> DecodeBase64(std::string_view text);
 
 }  // namespace core::nats_dlq

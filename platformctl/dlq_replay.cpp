@@ -225,7 +225,8 @@ bool RunSummary::complete() const {
   return count(Outcome::kSkipped) == 0 && count(Outcome::kFailed) == 0 && !stopped_;
 }
 
-void PrintSummaryText(const RunSummary& s, RunKind kind, const QueueInfo& q, std::ostream& out) {
+void PrintSummaryText(const RunSummary& s, RunKind kind, const QueueInfo& q, std::ostream& out,
+                      bool verdict) {
   if (kind == RunKind::kReplay) {
     out << "replayed: " << s.count(Outcome::kReplayed) << "\n";
     out << "already there from an earlier run: " << s.count(Outcome::kAlreadyThere) << "\n";
@@ -245,7 +246,7 @@ void PrintSummaryText(const RunSummary& s, RunKind kind, const QueueInfo& q, std
     out << "stopped early: " << *s.stopped() << "; the rest of the selection is still in "
         << q.dlq_stream << " (run the same command again to continue)\n";
   }
-  if (!s.complete()) {
+  if (verdict && !s.complete()) {
     out << Verb(kind) << " partly done: exit code 1\n";
   }
 }

@@ -98,7 +98,10 @@ class RunSummary {
 // How the summary names the command and its counters.
 enum class RunKind { kReplay, kPurge, kErase };
 
-void PrintSummaryText(const RunSummary& s, RunKind kind, const QueueInfo& q, std::ostream& out);
+// verdict: end with "<verb> partly done: exit code 1" when the run is not complete (a caller
+// that has more to report prints its own verdict after it).
+void PrintSummaryText(const RunSummary& s, RunKind kind, const QueueInfo& q, std::ostream& out,
+                      bool verdict = true);
 void PrintSummaryJson(const RunSummary& s, RunKind kind, const QueueInfo& q,
                       const std::string& selection, uint64_t end_seq, std::ostream& out);
 
