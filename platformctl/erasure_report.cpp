@@ -154,7 +154,10 @@ ErasureReport MakeErasureReport(const QueueInfo& q, const ReplicaSet& before,
   }
   const bool missing = r.raft && static_cast<int>(after.peers.size()) < r.configured;
   if (missing) r.replicas_ok = false;
-  if (seqs.empty()) return r;  // nothing was erased: nothing is pending either
+  if (seqs.empty()) {  // nothing was erased: nothing is pending on any copy either
+    r.replicas_ok = true;
+    return r;
+  }
 
   for (const auto& line : r.replicas) {
     if (!line.erased) r.not_yet.push_back(SnapshotCatchUpSentence(q, line.name));
@@ -178,7 +181,10 @@ ErasureReport MakeErasureReport(const QueueInfo& q, const ReplicaSet& before,
       r.done.push_back(which + ", acknowledged when dead-lettered, " +
                        (o.count == 1 ? "is" : "are") + " gone from its block files: " + name +
                        " holds no message now, and nats-server truncates a stream's last block "
-                       "when its last message goes");
+                       "when its last message goes" +
+                       (r.replicas_ok ? ""
+                                      : " (on its current replicas: one that was down when they "
+                                        "were acknowledged may still hold them)"));
     } else {
       r.not_yet.push_back(
           which + (o.count == 1 ? " was" : " were") +
@@ -202,6 +208,7 @@ ErasureReport MakeErasureReport(const QueueInfo& q, const ReplicaSet& before,
 }
 
 void PrintErasureText(const ErasureReport& r, std::ostream& out) {
+  if (r.erased_seqs.empty()) return;  // nothing erased: nothing to say about the copies
   if (!r.raft) {
     out << "copies: one replica, no raft log";
     if (!r.replicas.empty()) out << " (" << r.replicas.front().name << ")";
