@@ -3,12 +3,12 @@
 // securely in batches of pipelined requests.
 //
 // Adapter over nats.c (see nats_client.h); callers see only our types. A StreamBrowser walks
-// the stream in sequence order with message gets ($JS.API.STREAM.MSG.GET, next by subject),
-// several in flight at once: no consumer is created, so none can be left behind on a node that
-// died, and any stream leader answers (an election between two gets costs a retry, not the
-// walk). Every request is retried within nats_admin::kClusterPatience. The browser borrows the
-// NatsClient, which must outlive it; one thread uses it. EraseAll and GetAll may be called from
-// any thread.
+// the stream in sequence order through a push consumer of its own with as many replicas as the
+// stream (so one node down neither blocks nor strands it), deleted when the walk ends; message
+// gets ($JS.API.STREAM.MSG.GET, next by subject, pipelined) take over when no consumer can be
+// had (nats_dlq_walk.cpp). Every request is retried within nats_admin::kClusterPatience. The
+// browser borrows the NatsClient, which must outlive it; one thread uses it. EraseAll and GetAll
+// may be called from any thread.
 #pragma once
 
 #include <cstdint>
@@ -21,11 +21,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/nats_admin_request.h"
 #include "common/nats_client.h"
 #include "common/nats_stream.h"
 #include "common/result.h"
 
 typedef struct __natsMsg natsMsg;
+typedef struct __natsSubscription natsSubscription;
 typedef struct __jsCtx jsCtx;
 
 namespace core::nats_dlq {
@@ -53,16 +55,19 @@ struct BrowseSpec {
   uint64_t end_seq = 0;       // the last sequence to return (0: nothing); later ones end the walk
   bool headers_only = false;  // the payload is dropped as it arrives; only its size is kept
   uint64_t at_most = 0;       // an upper bound of what the walk returns, for progress displays
+  int replicas = 1;           // the stream's: its walking consumer gets as many
 };
 
 class StreamBrowser {
  public:
   static Result<std::unique_ptr<StreamBrowser>> Open(NatsClient& client, const BrowseSpec& spec);
+  ~StreamBrowser();  // removes its consumer
   StreamBrowser(const StreamBrowser&) = delete;
   StreamBrowser& operator=(const StreamBrowser&) = delete;
 
-  // The next matching message up to end_seq, in sequence order; nullopt when the walk is over.
-  // Messages erased while the walk runs are simply not returned.
+  // The next matching message up to end_seq, in sequence order; nullopt when the walk is over
+  // (its consumer is removed then). Messages erased while the walk runs are simply not
+  // returned.
   Result<std::optional<StoredMessage>> Next();
 
   // spec.at_most: an upper bound for progress displays.
@@ -70,15 +75,27 @@ class StreamBrowser {
 
  private:
   StreamBrowser() = default;
-  // Reads the next window of sequences into ready_; done_ when nothing matches after it.
-  Status Fill();
+  Status Start();  // a consumer from cursor_ (nats_dlq_walk.cpp says how)
+  // Unsubscribes and deletes it, retrying the delete within patience_limit.
+  void Stop(Millis patience_limit = nats_admin::kClusterPatience);
+  Status Reset();    // a new one from cursor_, or message gets when consumers keep failing
+  Status Receive();  // one message of the consumer (or a flow control, a heartbeat)
+  Status Fill();     // the next window of message gets
 
   NatsClient* client_ = nullptr;  // borrowed
   BrowseSpec spec_;
-  uint64_t cursor_ = 1;  // the next sequence not looked at yet
-  size_t window_ = 1;    // gets in flight at once: doubles while they find messages
+  uint64_t cursor_ = 1;  // the next stream sequence not returned yet
   std::deque<StoredMessage> ready_;
   bool done_ = false;
+  // The consumer.
+  natsSubscription* sub_ = nullptr;  // owned
+  std::string consumer_;             // its name, while it exists
+  uint64_t last_cseq_ = 0;
+  int quiet_ = 0;   // one-second waits without any message
+  int resets_ = 0;  // new consumers since the last message
+  // Message gets, when no consumer can be had.
+  bool gets_ = false;
+  size_t window_ = 1;  // gets in flight at once: doubles while they find messages
 };
 
 // Publishes a batch without waiting between messages, then waits for every acknowledgement:

@@ -144,7 +144,7 @@ void Progress::Clear() {
 core::Result<Walk> OpenWalk(core::NatsClient& client, const QueueInfo& q,
                             const std::string& filter_subject, uint64_t start_seq,
                             int64_t start_time_ns, uint64_t end_seq_cap, bool headers_only) {
-  auto state = core::nats_admin::ReadState(client, q.dlq_stream);
+  auto state = core::nats_admin::ReadReplicas(client, q.dlq_stream);
   if (!state) {
     if (state.error().kind == ErrorKind::kNotFound) {
       return core::Error::NotFound(q.dlq_stream + " does not exist (run platformctl init)");
@@ -161,6 +161,7 @@ core::Result<Walk> OpenWalk(core::NatsClient& client, const QueueInfo& q,
   spec.end_seq = w.end_seq;
   spec.headers_only = headers_only;
   spec.at_most = state->messages;
+  spec.replicas = state->configured;
   auto b = core::nats_dlq::StreamBrowser::Open(client, spec);
   if (!b) return b.error();
   w.browser = std::move(*b);

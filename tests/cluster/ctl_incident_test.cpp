@@ -40,7 +40,7 @@ void SeedDlqs(core::NatsClient& client) {
   dlqtest::PublishAll(client, msgs);
 }
 
-// No consumer on either DLQ: platformctl reads with message gets and creates none.
+// No consumer on either DLQ: the one each walk creates is deleted when the walk ends.
 void NoConsumers(Cluster& c, core::NatsClient& client, const std::string& after) {
   INFO("after " << after);
   CHECK(c.Consumers(client, "WEB_DLQ").empty());

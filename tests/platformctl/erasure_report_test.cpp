@@ -69,7 +69,7 @@ TEST_CASE("erasure report: sequence ranges print and parse", "[dlq]") {
   CHECK_FALSE(ParseSeqRanges("1-20000000").ok());  // more than kMaxVerifySeqs
 }
 
-TEST_CASE("erasure report: three current replicas erased; raft logs and originals pending",
+TEST_CASE("erasure report: three current replicas erased, raft logs and originals pending",
           "[dlq]") {
   auto q = InfoFor(Queue::kWeb);
   auto all = Three({R("nats-1", true, true), R("nats-2", false, true), R("nats-3", false, true)});
@@ -131,7 +131,7 @@ TEST_CASE("erasure report: an offline or lagging replica did not erase: exit 1 a
   CHECK(r4.verify_command.empty());
 }
 
-TEST_CASE("erasure report: one replica has no raft log; only the originals can be pending",
+TEST_CASE("erasure report: one replica has no raft log, only the originals can be pending",
           "[dlq]") {
   auto q = InfoFor(Queue::kApi);
   ReplicaSet one;  // a single server: no cluster section at all
