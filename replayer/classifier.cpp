@@ -24,6 +24,7 @@ bool WriteFaultRun::RecordFailure(const std::string& visitor, TimePoint now) {
   if (faulted_) return false;
   // Failures more than a minute old belong to no run worth judging: drop them.
   std::erase_if(recent_, [&](const auto& f) { return now - f.second > kWindow; });
+  if (recent_.empty()) run_start_ = now;
   for (auto& f : recent_) {
     if (f.first == visitor) {
       f.second = now;
@@ -44,7 +45,8 @@ bool WriteFaultRun::Expire(TimePoint now) {
   return true;
 }
 
-bool WriteFaultRun::RecordStored(TimePoint) {
+bool WriteFaultRun::RecordStored(TimePoint sent_at) {
+  if ((faulted_ || !recent_.empty()) && sent_at < run_start_) return false;
   bool ended = faulted_;
   faulted_ = false;
   recent_.clear();  // the run is over: the process writes

@@ -55,8 +55,10 @@ class WriteFaultRun {
 
   // Returns true when this failure made the process a write fault.
   bool RecordFailure(const std::string& visitor, TimePoint now);
-  // Returns true when this store ended a write fault (every parked event retries now).
-  bool RecordStored(TimePoint now);
+  // A send that began at `sent_at` stored its event. It ends the run (returns true when it
+  // ended a write fault: every parked event retries now) only if it began after the run's first
+  // failure: one that began before may have been written before the fault began.
+  bool RecordStored(TimePoint sent_at);
   // A write fault that has seen no store for kMaxFault ends by itself (returns true then): a
   // "write fault" that only poison heads made (a few of them failing while nothing else was
   // sent) would otherwise hold them for ever. Their failures count from then on; a real fault
@@ -74,6 +76,7 @@ class WriteFaultRun {
   std::vector<std::pair<std::string, TimePoint>> recent_;
   bool faulted_ = false;
   TimePoint since_{};
+  TimePoint run_start_{};  // the first failure of the run under way (if recent_ is not empty)
 };
 
 // After a send failed and the checks decided.

@@ -15,6 +15,8 @@
 namespace replayer {
 namespace {
 
+constexpr milliseconds kMaxWait{100};  // the longest the engine thread waits in one poll
+
 CoreConfig CoreConfigOf(const ReplayerConfig& c) {
   CoreConfig k;
   k.processes = c.umami_urls;
@@ -72,7 +74,7 @@ Engine::Engine(core::NatsClient& nats, ReplayerConfig config, ReplayerMetrics& m
     : s_(std::make_unique<State>(nats, std::move(config), metrics)) {}
 
 Engine::~Engine() {
-  s_->StopWorkers();
+  s_->workers.reset();
   // The publisher's completions reach into the inbox and the HTTP pool: it must go (waiting for
   // its last acks) while they still exist, whatever the members' order.
   s_->publisher.reset();
@@ -111,10 +113,7 @@ core::Status Engine::Start() {
           if (!st) spdlog::warn("visit state not saved: {}", st.error().message);
           return;
         }
-        {
-          std::lock_guard lock(s_->inbox.mu);
-          s_->inbox.published.push_back({tag, OutcomeOf(st)});
-        }
+        s_->inbox.Put(PubDone{tag, OutcomeOf(st)});
         s_->http.Wakeup();
       });
   if (!publisher) return publisher.error();
@@ -125,7 +124,8 @@ core::Status Engine::Start() {
 
 void Engine::Run(core::StopFlag& stop) {
   auto& s = *s_;
-  s.StartWorkers();
+  s.workers = std::make_unique<Workers>(*s.consumer, *s.stored_ids, *s.visit_bucket, s.inbox,
+                                        [&s] { s.http.Wakeup(); });
   s.core.Start(Clock::now());
   s.Execute();
   bool told = false;
@@ -172,42 +172,32 @@ void Engine::Run(core::StopFlag& stop) {
   if (auto st = s.nats.Flush(5000); !st) {
     spdlog::warn("releasing held events: {} (they return after the ack wait)", st.error().message);
   }
-  s.StopWorkers();
+  s.workers.reset();
   s.messages.clear();
   s.UpdateGauges();
 }
 
 void Engine::State::DrainInbox() {
-  std::vector<Fetched> fetched;
-  std::vector<GuardAnswer> guards;
-  std::vector<VisitAnswer> visits;
-  std::vector<PubDone> published;
-  {
-    std::lock_guard lock(inbox.mu);
-    fetched.swap(inbox.fetched);
-    guards.swap(inbox.guards);
-    visits.swap(inbox.visits);
-    published.swap(inbox.published);
-  }
-  published.insert(published.end(), failed_now.begin(), failed_now.end());
+  Inbox::Batch in = inbox.Take();
+  in.published.insert(in.published.end(), failed_now.begin(), failed_now.end());
   failed_now.clear();
   TimePoint now = Clock::now();
-  for (auto& f : fetched) {
+  for (auto& f : in.fetched) {
     for (size_t i = 0; i < f.messages.size(); ++i) {
       messages.emplace(f.deliveries[i].ref, std::move(f.messages[i]));
     }
     core.OnFetched(std::move(f.deliveries), f.error, now);
     Execute();
   }
-  for (auto& g : guards) {
+  for (auto& g : in.guards) {
     core.OnGuardAnswer(g.lookup_id, g.answer, now);
     Execute();
   }
-  for (auto& v : visits) {
+  for (auto& v : in.visits) {
     core.OnVisitAnswer(v.lane, v.answer, v.value, now);
     Execute();
   }
-  for (auto& p : published) {
+  for (auto& p : in.published) {
     core.OnPublished(p.tag, p.outcome, now);
     Execute();
   }
@@ -237,13 +227,7 @@ void Engine::State::Execute() {
       ExecuteCommand(c);
     }
   }
-  if (!job.guards.empty() || !job.visits.empty()) {
-    {
-      std::lock_guard lock(work_mu);
-      lookup_jobs.push_back(std::move(job));
-    }
-    work_cv.notify_all();
-  }
+  if (!job.guards.empty() || !job.visits.empty()) workers->LookUp(std::move(job));
   for (const auto& n : out.notes) Observe(n);
   // Finished messages are freed together: nats.c hands each freed message to its collector
   // thread, and wakes that thread once for a burst instead of once per message.
@@ -255,11 +239,7 @@ void Engine::State::ExecuteCommand(Command& c) {
       [this](auto& cmd) {
         using T = std::decay_t<decltype(cmd)>;
         if constexpr (std::is_same_v<T, FetchCmd>) {
-          {
-            std::lock_guard lock(work_mu);
-            fetch_request = cmd;
-          }
-          work_cv.notify_all();
+          workers->Fetch(cmd);
         } else if constexpr (std::is_same_v<T, SendCmd>) {
           HttpRequest r;
           r.tag = cmd.send_id;

@@ -176,11 +176,21 @@ void EngineCore::State::OnStored(uint64_t eid, Held& h, const std::string& body,
   n.seq = h.seq;
   n.process = h.process;
   n.accepted_at_ms = h.ev.accepted_at_ms;
-  if (p.run.RecordStored(now)) Tell(Note::Kind::kWriteFaultEnded).process = h.process;
-  if (shared_run.RecordStored(now)) Tell(Note::Kind::kWriteFaultEnded).process = -1;
+  bool ended = false;
+  if (p.run.RecordStored(h.sent_at)) {
+    Tell(Note::Kind::kWriteFaultEnded).process = h.process;
+    ended = true;
+  }
+  if (shared_run.RecordStored(h.sent_at)) {
+    Tell(Note::Kind::kWriteFaultEnded).process = -1;
+    ended = true;
+  }
   // Umami stores again: every event parked by a write fault retries now (on a process that
-  // is not in one, when there is room).
-  if (parked > 0) WakeParked(now);
+  // is not in one, when there is room). A store of a send that began before the fault proves
+  // nothing while the fault lasts.
+  bool any_fault = shared_run.faulted();
+  for (const auto& q : procs) any_fault = any_fault || q.run.faulted();
+  if (parked > 0 && (ended || !any_fault)) WakeParked(now);
   probe_room = 0;  // progress: the next tick judges the budget afresh
   // The visit: a send with the token continued the visit; one without began a new visit at this
   // event's time, unless it is older than the visit under way (a replay): that one stays.

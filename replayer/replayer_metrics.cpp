@@ -85,6 +85,10 @@ ReplayerMetrics::ReplayerMetrics(core::metrics::Registry& r)
           r.AddGauge("replayer_last_stored_timestamp_seconds",
                      "Unix time of the last event stored by this process (0 = none yet).")
               .Get()),
-      nats_connected(r.AddGauge("replayer_nats_connected", "1 while connected to NATS.").Get()) {}
+      nats_connected(r.AddGauge("replayer_nats_connected", "1 while connected to NATS.").Get()) {
+  // Present from the start, so an alert on their increase has a series to read.
+  dlq_publish_failures.With({"too_large"});
+  dlq_publish_failures.With({"unavailable"});
+}
 
 }  // namespace replayer

@@ -82,7 +82,14 @@ TEST_CASE("write fault: a store among the failures is healthy traffic beside bad
   TimePoint t{};
   CHECK_FALSE(w.RecordFailure("a", t));
   CHECK_FALSE(w.RecordFailure("b", t + seconds(1)));
-  CHECK_FALSE(w.RecordStored(t + seconds(2)));  // a new run begins after it
+  CHECK_FALSE(w.RecordStored(t - seconds(1)));  // sent before the run began: proves nothing
+  CHECK(w.RecordFailure("c", t + seconds(2)));
+  CHECK_FALSE(w.RecordStored(t - seconds(1)));  // nor does it end the fault
+  CHECK(w.faulted());
+  CHECK(w.RecordStored(t + seconds(2)));
+  CHECK_FALSE(w.RecordFailure("a", t + seconds(3)));
+  CHECK_FALSE(w.RecordFailure("b", t + seconds(3)));
+  CHECK_FALSE(w.RecordStored(t + seconds(3)));  // a new run begins after it
   CHECK_FALSE(w.RecordFailure("c", t + seconds(3)));
   CHECK_FALSE(w.RecordFailure("d", t + seconds(4)));
   CHECK_FALSE(w.faulted());

@@ -124,7 +124,7 @@ struct Driver {
 
 }  // namespace
 
-TEST_CASE("core: no send before a process passes its checks; then fetch, send, guard, ack",
+TEST_CASE("core: no send before a process passes its checks, then fetch, send, guard, ack",
           "[core]") {
   Driver d;
   d.core.Start(d.now);
@@ -155,7 +155,7 @@ TEST_CASE("core: no send before a process passes its checks; then fetch, send, g
   CHECK(d.core.SelfCheck().empty());
 }
 
-TEST_CASE("core: per visitor one send at a time, in order; others go at once", "[core]") {
+TEST_CASE("core: per visitor one send at a time, in order, others at once", "[core]") {
   Driver d;
   d.Up();
   d.Fetched({d.Msg(1, Body("a1", "a", 1000)), d.Msg(2, Body("a2", "a", 2000)),
@@ -198,7 +198,7 @@ TEST_CASE("core: a message held and delivered again is adopted, never sent twice
   CHECK(d.core.held() == 0);
 }
 
-TEST_CASE("core: a redelivery reads the guard; one stored before is acked, not sent", "[core]") {
+TEST_CASE("core: a redelivery reads the guard, one stored before is acked, not sent", "[core]") {
   Driver d;
   d.Up();
   d.Fetched({d.Msg(9, Body("e9", "v", 1000), 2)});
@@ -216,7 +216,7 @@ TEST_CASE("core: a redelivery reads the guard; one stored before is acked, not s
   CHECK(d.All<SendCmd>().empty());
 }
 
-TEST_CASE("core: poison at once goes to WEB_DLQ without a send; acked once the copy is stored",
+TEST_CASE("core: poison at once goes to WEB_DLQ without a send, acked once the copy is stored",
           "[core]") {
   Driver d;
   d.Up();
@@ -260,7 +260,7 @@ TEST_CASE("core: 4 failures with checks passing, at 4, 8 and 24 s: WEB_DLQ with 
   CHECK_THAT(dl.detail, Catch::Contains("HTTP 400"));
 }
 
-TEST_CASE("core: an outage is not counted; the event waits for the process to come back",
+TEST_CASE("core: an outage is not counted, the event waits for the process to come back",
           "[core]") {
   Driver d;
   d.Up();
@@ -296,7 +296,7 @@ TEST_CASE("core: a check that never answers counts as failed and a new one follo
   CHECK(d.Noted(Note::Kind::kCheckStuck));  // the first one still has no answer: said once
 }
 
-TEST_CASE("core: a write fault from new events of 3 visitors parks them; a store wakes them",
+TEST_CASE("core: a write fault from new events of 3 visitors parks them, a store wakes them",
           "[core]") {
   Driver d;
   d.Up();
@@ -328,10 +328,19 @@ TEST_CASE("core: a write fault from new events of 3 visitors parks them; a store
   d.Take();
   d.Pass(d.One<CheckCmd>().check_id);  // still a write fault: parked again, nothing counted
   CHECK(d.All<SendCmd>().empty());
-  // The fifth send stores: the fault is over and the parked ones go at once.
+  // The fifth send began before the failures: its store proves nothing about the fault.
   d.Answer(sends[4], 200, kToken);
+  CHECK(d.core.ProcessWriteFault(0));
+  auto guard = d.One<PutGuardCmd>();
+  d.core.OnPublished(guard.pub_id, {}, d.now);
+  d.Take();
+  // A new event stores: the fault is over and the parked ones go at once.
+  d.Fetched({d.Msg(10, Body("e10", "v9", 1000))});
+  d.Visit();
+  d.Answer(d.One<SendCmd>(), 200, kToken);
   CHECK_FALSE(d.core.ProcessWriteFault(0));
-  CHECK(d.All<SendCmd>().size() >= 1);
+  CHECK(d.Noted(Note::Kind::kWriteFaultEnded));
+  CHECK(d.All<SendCmd>().size() == 4);
   CHECK(d.All<DeadLetterCmd>().empty());
 }
 
@@ -385,7 +394,8 @@ TEST_CASE("core: SIGTERM waits for sends under way, then hands everything back",
   (void)s;
 }
 
-TEST_CASE("core: a lost lease drops what is held without a nak; stored ones are acked", "[core]") {
+TEST_CASE("core: a lost lease drops what is held without a nak, but acks what is stored",
+          "[core]") {
   Driver d;
   d.Up();
   d.Fetched({d.Msg(1, Body("e1", "a", 1000)), d.Msg(2, Body("e2", "b", 1000))});
@@ -405,7 +415,7 @@ TEST_CASE("core: a lost lease drops what is held without a nak; stored ones are 
   CHECK(d.One<ForgetCmd>().ref == 2);
 }
 
-TEST_CASE("core: the byte budget: no fetch beyond it, but one huge message alone", "[core]") {
+TEST_CASE("core: the byte budget, no fetch beyond it, but one huge message alone", "[core]") {
   CoreConfig c = Driver::Config();
   c.max_bytes_in_flight = 1000;
   c.max_message_bytes = 4000;
