@@ -25,6 +25,8 @@ struct ConsumerReading {
   int64_t last_acked_ns = 0;
   int64_t max_ack_pending = 0;  // the consumer's limit; -1 = unlimited
   int64_t waiting_pulls = 0;
+  // Its server did not answer (down, or a node that died holding it): no numbers, only the name.
+  bool offline = false;
 };
 
 struct StreamReading {

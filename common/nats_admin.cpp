@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <memory>
+#include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "common/nats_status.h"
 #include "common/timefmt.h"
@@ -17,9 +20,6 @@ using topology::StreamSettings;
 
 struct StreamInfoDeleter {
   void operator()(jsStreamInfo* p) const { jsStreamInfo_Destroy(p); }
-};
-struct ConsumerListDeleter {
-  void operator()(jsConsumerInfoList* p) const { jsConsumerInfoList_Destroy(p); }
 };
 struct KvDeleter {
   void operator()(kvStore* p) const { kvStore_Destroy(p); }
@@ -35,13 +35,121 @@ jsOptions RequestOptions(const NatsClient& client) {
   return o;
 }
 
+// A nats.c JetStream call (call(jerr) -> status), retried while the cluster elects a leader
+// (no answer, or "temporarily unavailable") within the patience.
+template <typename Call>
+Status RetryJs(const std::string& what, Millis limit, Call call) {
+  Patience patience(limit);
+  while (true) {
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    natsStatus s = call(&jerr);
+    if (s == NATS_OK) return Status::Ok();
+    Error e = NatsError(s, what, jerr);
+    if (jerr == JSClusterNotAvailErr) e.kind = ErrorKind::kRetryable;
+    if (e.kind != ErrorKind::kRetryable) return e;
+    auto delay = patience.NextDelay();
+    if (!delay) {
+      e.message += " (gave up after " + std::to_string(patience.waited().count() / 1000) + " s)";
+      return e;
+    }
+    std::this_thread::sleep_for(*delay);
+  }
+}
+
+// nats.c's stream info, retried while the cluster elects a leader.
 Result<StreamInfoPtr> GetInfo(NatsClient& client, const std::string& stream) {
-  jsStreamInfo* raw = nullptr;
-  jsErrCode jerr = static_cast<jsErrCode>(0);
-  jsOptions o = RequestOptions(client);
-  natsStatus s = js_GetStreamInfo(&raw, client.js(), stream.c_str(), &o, &jerr);
-  if (s != NATS_OK) return NatsError(s, "stream info " + stream, jerr);
-  return StreamInfoPtr(raw);
+  StreamInfoPtr info;
+  Status st = RetryJs("stream info " + stream, kClusterPatience, [&](jsErrCode* jerr) {
+    jsStreamInfo* raw = nullptr;
+    jsOptions o = RequestOptions(client);
+    natsStatus s = js_GetStreamInfo(&raw, client.js(), stream.c_str(), &o, jerr);
+    info.reset(raw);
+    return s;
+  });
+  if (!st) return st.error();
+  return info;
+}
+
+uint64_t U64(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>()
+         : it != j.end() && it->is_number_integer()
+             ? static_cast<uint64_t>(std::max<int64_t>(0, it->get<int64_t>()))
+             : 0;
+}
+
+int64_t I64(const nlohmann::json& j, const char* key, int64_t otherwise = 0) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<int64_t>() : otherwise;
+}
+
+std::string Str(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+int64_t TimeNs(const nlohmann::json& j, const char* key) {
+  auto t = ParseJsTime(Str(j, key));
+  return t ? *t : 0;
+}
+
+Result<nlohmann::json> InfoJson(NatsClient& client, const std::string& stream,
+                                Millis limit = kClusterPatience) {
+  Patience patience(limit);
+  auto answer =
+      ApiRequest(client, "$JS.API.STREAM.INFO." + stream, "", "stream info " + stream, patience);
+  if (!answer) return answer.error();
+  auto j = nlohmann::json::parse(*answer, nullptr, false);
+  if (!j.is_object() || !j.contains("state") || !j["state"].is_object()) {
+    return Error::Permanent("stream info " + stream + ": an answer that is not JetStream's");
+  }
+  return j;
+}
+
+backlog::StreamReading StateOf(const std::string& stream, const nlohmann::json& info) {
+  backlog::StreamReading r;
+  r.read_at_ns = NowUnixNs();
+  r.name = stream;
+  const auto& st = info["state"];
+  r.messages = U64(st, "messages");
+  r.bytes = U64(st, "bytes");
+  r.first_seq = U64(st, "first_seq");
+  r.last_seq = U64(st, "last_seq");
+  r.first_ns = TimeNs(st, "first_ts");
+  return r;
+}
+
+backlog::ConsumerReading ConsumerOf(const nlohmann::json& ci) {
+  backlog::ConsumerReading c;
+  const nlohmann::json empty = nlohmann::json::object();
+  const auto& cfg = ci.contains("config") && ci["config"].is_object() ? ci["config"] : empty;
+  c.name = Str(ci, "name");
+  if (c.name.empty()) c.name = Str(cfg, "durable_name");
+  if (c.name.empty()) c.name = Str(cfg, "name");
+  c.pending = U64(ci, "num_pending");
+  c.unacked = U64(ci, "num_ack_pending");
+  c.redelivered = U64(ci, "num_redelivered");
+  const auto& d = ci.contains("delivered") && ci["delivered"].is_object() ? ci["delivered"] : empty;
+  const auto& a = ci.contains("ack_floor") && ci["ack_floor"].is_object() ? ci["ack_floor"] : empty;
+  c.delivered_seq = U64(d, "consumer_seq");
+  c.ack_floor_seq = U64(a, "consumer_seq");
+  c.last_delivered_ns = TimeNs(d, "last_active");
+  c.last_acked_ns = TimeNs(a, "last_active");
+  c.max_ack_pending = I64(cfg, "max_ack_pending");
+  c.waiting_pulls = I64(ci, "num_waiting");
+  // An entry the server made up for a consumer it could not ask: no name, an offline cluster.
+  bool all_offline = false;
+  if (ci.contains("cluster") && ci["cluster"].is_object()) {
+    const auto& cl = ci["cluster"];
+    const auto rs = cl.find("replicas");
+    if (Str(cl, "leader").empty() && rs != cl.end() && rs->is_array() && !rs->empty()) {
+      all_offline = std::all_of(rs->begin(), rs->end(), [](const nlohmann::json& r) {
+        return r.is_object() && r.value("offline", false);
+      });
+    }
+  }
+  c.offline = Str(ci, "name").empty() || all_offline;
+  return c;
 }
 
 StreamSettings FromConfig(const jsStreamConfig& c) {
@@ -58,6 +166,7 @@ StreamSettings FromConfig(const jsStreamConfig& c) {
   s.duplicate_window = Millis(c.Duplicates / kNsPerMs);
   s.max_msgs_per_subject = c.MaxMsgsPerSubject <= 0 ? -1 : c.MaxMsgsPerSubject;
   s.allow_direct = c.AllowDirect;
+  s.max_msg_size = c.MaxMsgSize <= 0 ? -1 : c.MaxMsgSize;
   if (s.name.rfind("KV_", 0) == 0) s.bucket = s.name.substr(3);
   return s;
 }
@@ -73,6 +182,7 @@ void ApplyTo(const StreamSettings& want, jsStreamConfig& c, std::vector<const ch
   c.Duplicates = want.duplicate_window.count() * kNsPerMs;
   c.MaxMsgsPerSubject = want.max_msgs_per_subject;
   c.AllowDirect = want.allow_direct;
+  c.MaxMsgSize = static_cast<int32_t>(want.max_msg_size);
 }
 
 }  // namespace
@@ -136,59 +246,206 @@ Status Update(NatsClient& client, const StreamSettings& want) {
   return Status::Ok();
 }
 
-Result<backlog::StreamReading> ReadStream(NatsClient& client, const std::string& stream) {
-  auto info = GetInfo(client, stream);
+Result<backlog::StreamReading> ReadState(NatsClient& client, const std::string& stream,
+                                         Millis patience) {
+  auto info = InfoJson(client, stream, patience);
   if (!info) return info.error();
-  jsConsumerInfoList* raw = nullptr;
-  jsErrCode jerr = static_cast<jsErrCode>(0);
-  jsOptions o = RequestOptions(client);
-  natsStatus s = js_Consumers(&raw, client.js(), stream.c_str(), &o, &jerr);
-  std::unique_ptr<jsConsumerInfoList, ConsumerListDeleter> list(raw);
-  // A stream with no consumers answers "not found" to the listing on some server versions.
-  if (s != NATS_OK && s != NATS_NOT_FOUND) return NatsError(s, "consumers of " + stream, jerr);
+  return StateOf(stream, *info);
+}
 
-  backlog::StreamReading r;
-  r.read_at_ns = NowUnixNs();
-  r.name = stream;
-  const jsStreamState& st = (*info)->State;
-  r.messages = st.Msgs;
-  r.bytes = st.Bytes;
-  r.first_seq = st.FirstSeq;
-  r.last_seq = st.LastSeq;
-  r.first_ns = st.FirstTime;
-  if (list) {
-    for (int i = 0; i < list->Count; ++i) {
-      const jsConsumerInfo* ci = list->List[i];
-      backlog::ConsumerReading c;
-      c.name = ci->Name ? ci->Name : "";
-      c.pending = ci->NumPending;
-      c.unacked = static_cast<uint64_t>(std::max<int64_t>(0, ci->NumAckPending));
-      c.redelivered = static_cast<uint64_t>(std::max<int64_t>(0, ci->NumRedelivered));
-      c.delivered_seq = ci->Delivered.Consumer;
-      c.ack_floor_seq = ci->AckFloor.Consumer;
-      c.last_delivered_ns = ci->Delivered.Last;
-      c.last_acked_ns = ci->AckFloor.Last;
-      c.max_ack_pending = ci->Config ? ci->Config->MaxAckPending : 0;
-      c.waiting_pulls = ci->NumWaiting;
-      r.consumers.push_back(std::move(c));
+Result<ConsumerPage> ParseConsumerList(std::string_view answer) {
+  auto j = nlohmann::json::parse(answer, nullptr, false);
+  if (!j.is_object()) return Error::Permanent("consumer list: an answer that is not JSON");
+  ConsumerPage page;
+  page.total = I64(j, "total");
+  page.offset = I64(j, "offset");
+  page.limit = I64(j, "limit");
+  std::vector<std::string> missing;
+  if (j.contains("missing") && j["missing"].is_array()) {
+    for (const auto& m : j["missing"]) {
+      if (m.is_string()) missing.push_back(m.get<std::string>());
     }
-    std::sort(r.consumers.begin(), r.consumers.end(),
-              [](const auto& a, const auto& b) { return a.name < b.name; });
   }
+  if (j.contains("consumers") && j["consumers"].is_array()) {
+    for (const auto& ci : j["consumers"]) {
+      if (ci.is_object()) page.consumers.push_back(ConsumerOf(ci));
+    }
+  }
+  // Name the unnamed offline entries after the missing names not otherwise listed, then list
+  // the missing ones that have no entry at all.
+  std::vector<std::string> unmatched;
+  for (const auto& m : missing) {
+    bool listed = std::any_of(page.consumers.begin(), page.consumers.end(),
+                              [&](const auto& c) { return c.name == m; });
+    if (!listed) unmatched.push_back(m);
+  }
+  size_t next = 0;
+  for (auto& c : page.consumers) {
+    if (c.name.empty() && next < unmatched.size()) c.name = unmatched[next++];
+    if (c.name.empty()) c.name = "(unnamed)";
+    if (std::find(missing.begin(), missing.end(), c.name) != missing.end()) c.offline = true;
+  }
+  for (; next < unmatched.size(); ++next) {
+    backlog::ConsumerReading c;
+    c.name = unmatched[next];
+    c.offline = true;
+    page.consumers.push_back(std::move(c));
+  }
+  return page;
+}
+
+Result<backlog::StreamReading> ReadStream(NatsClient& client, const std::string& stream,
+                                          Millis patience_limit) {
+  auto r = ReadState(client, stream, patience_limit);
+  if (!r) return r.error();
+  // The list, page by page: one request, the server asks each consumer's leader itself.
+  int64_t offset = 0;
+  while (true) {
+    Patience patience(patience_limit);
+    auto answer = ApiRequest(client, "$JS.API.CONSUMER.LIST." + stream,
+                             "{\"offset\":" + std::to_string(offset) + "}",
+                             "consumers of " + stream, patience);
+    if (!answer) {
+      // A stream with no consumers answers "not found" to the listing on some server versions.
+      if (answer.error().kind == ErrorKind::kNotFound && offset == 0) break;
+      return answer.error();
+    }
+    auto page = ParseConsumerList(*answer);
+    if (!page) return Error::Permanent("consumers of " + stream + ": " + page.error().message);
+    int64_t got = static_cast<int64_t>(page->consumers.size());
+    for (auto& c : page->consumers) r->consumers.push_back(std::move(c));
+    offset += got;
+    if (got == 0 || page->limit <= 0 || got < page->limit || offset >= page->total) break;
+  }
+  std::sort(r->consumers.begin(), r->consumers.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  r->read_at_ns = NowUnixNs();
   return r;
 }
 
-Result<std::vector<std::string>> StreamNames(NatsClient& client) {
+int64_t MaxPayload(NatsClient& client) { return natsConnection_GetMaxPayload(client.conn()); }
+
+Result<std::vector<std::string>> StreamNames(NatsClient& client, Millis patience) {
   jsStreamNamesList* raw = nullptr;
-  jsErrCode jerr = static_cast<jsErrCode>(0);
-  jsOptions o = RequestOptions(client);
-  natsStatus s = js_StreamNames(&raw, client.js(), &o, &jerr);
   std::vector<std::string> names;
-  if (s == NATS_NOT_FOUND) return names;  // no streams at all
-  if (s != NATS_OK) return NatsError(s, "stream names", jerr);
-  for (int i = 0; i < raw->Count; ++i) names.emplace_back(raw->List[i]);
-  jsStreamNamesList_Destroy(raw);
+  Status st = RetryJs("stream names", patience, [&](jsErrCode* jerr) {
+    jsOptions o = RequestOptions(client);
+    natsStatus s = js_StreamNames(&raw, client.js(), &o, jerr);
+    return s == NATS_NOT_FOUND ? NATS_OK : s;  // not found: no streams at all
+  });
+  if (!st) return st.error();
+  if (raw != nullptr) {
+    for (int i = 0; i < raw->Count; ++i) names.emplace_back(raw->List[i]);
+    jsStreamNamesList_Destroy(raw);
+  }
   return names;
+}
+
+std::string ReplicaSet::Leader() const {
+  for (const auto& p : peers) {
+    if (p.leader) return p.name;
+  }
+  return "";
+}
+
+bool ReplicaSet::AllCurrent() const {
+  if (static_cast<int>(peers.size()) < configured) return false;
+  return std::all_of(peers.begin(), peers.end(), [](const Replica& p) {
+    return p.leader || (p.current && !p.offline && p.lag == 0);
+  });
+}
+
+Result<ReplicaSet> ParseReplicas(std::string_view answer) {
+  auto j = nlohmann::json::parse(answer, nullptr, false);
+  if (!j.is_object() || !j.contains("config") || !j.contains("state")) {
+    return Error::Permanent("stream info: an answer that is not JetStream's");
+  }
+  ReplicaSet rs;
+  rs.configured = static_cast<int>(I64(j["config"], "num_replicas", 1));
+  const auto& st = j["state"];
+  rs.messages = U64(st, "messages");
+  rs.first_seq = U64(st, "first_seq");
+  rs.last_seq = U64(st, "last_seq");
+  rs.num_deleted = U64(st, "num_deleted");
+  auto cl = j.find("cluster");
+  // One replica (alone or in a cluster) has no raft group in nats-server 2.9: its store is all.
+  rs.raft = rs.configured > 1;
+  if (cl == j.end() || !cl->is_object()) return rs;
+  std::string leader = Str(*cl, "leader");
+  if (!leader.empty()) {
+    Replica l;
+    l.name = leader;
+    l.leader = true;
+    l.current = true;
+    rs.peers.push_back(l);
+  }
+  auto reps = cl->find("replicas");
+  if (reps != cl->end() && reps->is_array()) {
+    for (const auto& r : *reps) {
+      if (!r.is_object()) continue;
+      Replica p;
+      p.name = Str(r, "name");
+      p.current = r.value("current", false);
+      p.offline = r.value("offline", false);
+      p.lag = U64(r, "lag");
+      p.active_seconds_ago = static_cast<double>(I64(r, "active")) / 1e9;
+      rs.peers.push_back(p);
+    }
+  }
+  return rs;
+}
+
+Result<ReplicaSet> ReadReplicas(NatsClient& client, const std::string& stream) {
+  Patience patience;
+  auto answer =
+      ApiRequest(client, "$JS.API.STREAM.INFO." + stream, "", "stream info " + stream, patience);
+  if (!answer) return answer.error();
+  return ParseReplicas(*answer);
+}
+
+namespace {
+
+Status Success(const Result<std::string>& answer, const std::string& what) {
+  if (!answer) return answer.error();
+  auto j = nlohmann::json::parse(*answer, nullptr, false);
+  if (j.is_object() && j.value("success", false)) return Status::Ok();
+  return Error::Permanent(what + ": an unexpected answer: " + answer->substr(0, 200));
+}
+
+}  // namespace
+
+Status StepDown(NatsClient& client, const std::string& stream) {
+  Patience patience;
+  const std::string what = "step down the leader of " + stream;
+  return Success(ApiRequest(client, "$JS.API.STREAM.LEADER.STEPDOWN." + stream, "", what, patience),
+                 what);
+}
+
+Status RemovePeer(NatsClient& client, const std::string& stream, const std::string& peer) {
+  Patience patience;
+  const std::string what = "remove " + peer + " from the replicas of " + stream;
+  nlohmann::json body = {{"peer", peer}};
+  auto answer =
+      ApiRequest(client, "$JS.API.STREAM.PEER.REMOVE." + stream, body.dump(), what, patience);
+  // 10075 "peer remap failed": no other server could take its place; it was removed anyway.
+  if (!answer && answer.error().message.find("(JetStream error 10075)") != std::string::npos) {
+    return Status::Ok();
+  }
+  return Success(answer, what);
+}
+
+Status SetReplicas(NatsClient& client, const std::string& stream, int replicas) {
+  auto info = InfoJson(client, stream);
+  if (!info) return info.error();
+  nlohmann::json cfg = (*info)["config"];
+  cfg["num_replicas"] = replicas;
+  Patience patience;
+  const std::string what = "set the replicas of " + stream + " to " + std::to_string(replicas);
+  auto answer = ApiRequest(client, "$JS.API.STREAM.UPDATE." + stream, cfg.dump(), what, patience);
+  if (!answer) return answer.error();
+  auto j = nlohmann::json::parse(*answer, nullptr, false);
+  if (j.is_object() && j.contains("config")) return Status::Ok();
+  return Error::Permanent(what + ": an unexpected answer: " + answer->substr(0, 200));
 }
 
 }  // namespace core::nats_admin

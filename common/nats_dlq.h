@@ -3,13 +3,16 @@
 // securely in batches of pipelined requests.
 //
 // Adapter over nats.c (see nats_client.h); callers see only our types. A StreamBrowser walks
-// the stream in sequence order through an ephemeral ordered consumer (no acks, nothing is
-// removed); it owns that subscription and unsubscribes in its destructor (the server deletes
-// the consumer then, or by itself after the process died). It borrows the NatsClient, which must
-// outlive it. One thread uses a StreamBrowser; EraseAll may be called from any thread.
+// the stream in sequence order through a push consumer of its own with as many replicas as the
+// stream (so one node down neither blocks nor strands it), deleted when the walk ends; message
+// gets ($JS.API.STREAM.MSG.GET, next by subject, pipelined) take over when no consumer can be
+// had (nats_dlq_walk.cpp). Every request is retried within nats_admin::kClusterPatience. The
+// browser borrows the NatsClient, which must outlive it; one thread uses it. EraseAll and GetAll
+// may be called from any thread.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,23 +21,24 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/nats_admin_request.h"
 #include "common/nats_client.h"
 #include "common/nats_stream.h"
 #include "common/result.h"
 
-typedef struct __natsSubscription natsSubscription;
 typedef struct __natsMsg natsMsg;
+typedef struct __natsSubscription natsSubscription;
 typedef struct __jsCtx jsCtx;
 
 namespace core::nats_dlq {
 
-// One stored message as the browser saw it. `data` is empty when the browser reads headers
+// One stored message as the browser saw it. `data` is empty when the browser keeps headers
 // only; `size` is the payload size either way.
 struct StoredMessage {
   uint64_t seq = 0;
   int64_t time_ns = 0;  // when the stream stored it
   std::string subject;
-  Headers headers;  // as stored (Nats-Msg-Id included), minus the browser's own Nats-Msg-Size
+  Headers headers;  // as stored (Nats-Msg-Id included)
   std::string data;
   uint64_t size = 0;
 
@@ -45,35 +49,53 @@ struct BrowseSpec {
   std::string stream;
   std::string filter_subject;  // e.g. dlq.web.* or dlq.web.<site>
   uint64_t start_seq = 1;
-  // When non-zero: start at the first message stored at or after this time (found by sequence;
-  // it may start a little earlier where erased messages leave gaps: filter by time too).
+  // When non-zero: start at the first message stored at or after this time (found by a binary
+  // search over message gets; it may start a little earlier: filter by time too).
   int64_t start_time_ns = 0;
   uint64_t end_seq = 0;       // the last sequence to return (0: nothing); later ones end the walk
-  bool headers_only = false;  // the payload never leaves the server (list)
+  bool headers_only = false;  // the payload is dropped as it arrives; only its size is kept
+  uint64_t at_most = 0;       // an upper bound of what the walk returns, for progress displays
+  int replicas = 1;           // the stream's: its walking consumer gets as many
 };
 
 class StreamBrowser {
  public:
   static Result<std::unique_ptr<StreamBrowser>> Open(NatsClient& client, const BrowseSpec& spec);
-  ~StreamBrowser();
+  ~StreamBrowser();  // removes its consumer
   StreamBrowser(const StreamBrowser&) = delete;
   StreamBrowser& operator=(const StreamBrowser&) = delete;
 
-  // The next matching message up to end_seq, in sequence order; nullopt when the walk is over.
-  // Messages erased while the walk runs are simply not returned.
+  // The next matching message up to end_seq, in sequence order; nullopt when the walk is over
+  // (its consumer is removed then). Messages erased while the walk runs are simply not
+  // returned.
   Result<std::optional<StoredMessage>> Next();
 
-  // Matching messages from the start the server reported when the walk began (later arrivals
-  // included): an upper bound for progress displays.
-  uint64_t initial_pending() const { return initial_pending_; }
+  // spec.at_most: an upper bound for progress displays.
+  uint64_t initial_pending() const { return spec_.at_most; }
 
  private:
   StreamBrowser() = default;
-  NatsClient* client_ = nullptr;     // borrowed
-  natsSubscription* sub_ = nullptr;  // owned
+  Status Start();  // a consumer from cursor_ (nats_dlq_walk.cpp says how)
+  // Unsubscribes and deletes it, retrying the delete within patience_limit.
+  void Stop(Millis patience_limit = nats_admin::kClusterPatience);
+  Status Reset();    // a new one from cursor_, or message gets when consumers keep failing
+  Status Receive();  // one message of the consumer (or a flow control, a heartbeat)
+  Status Fill();     // the next window of message gets
+
+  NatsClient* client_ = nullptr;  // borrowed
   BrowseSpec spec_;
-  uint64_t initial_pending_ = 0;
+  uint64_t cursor_ = 1;  // the next stream sequence not returned yet
+  std::deque<StoredMessage> ready_;
   bool done_ = false;
+  // The consumer.
+  natsSubscription* sub_ = nullptr;  // owned
+  std::string consumer_;             // its name, while it exists
+  uint64_t last_cseq_ = 0;
+  int quiet_ = 0;   // one-second waits without any message
+  int resets_ = 0;  // new consumers since the last message
+  // Message gets, when no consumer can be had.
+  bool gets_ = false;
+  size_t window_ = 1;  // gets in flight at once: doubles while they find messages
 };
 
 // Publishes a batch without waiting between messages, then waits for every acknowledgement:
@@ -104,9 +126,21 @@ class BatchPublisher {
 
 // Removes the messages at `seqs` and overwrites their stored bytes (JetStream's erase, not the
 // plain delete), with the requests pipelined: sent together, the answers collected as they come
-// within `timeout`. Result i belongs to seqs[i]: NotFound when that message is not there
-// (already erased, expired, never stored); Retryable when no answer came.
+// within `timeout`; those without an answer are sent again within kClusterPatience (an answer
+// lost in an election: a retry that finds the message gone counts as erased, our first request
+// did it). Result i belongs to seqs[i]: NotFound when that message was not there (already
+// erased, expired, never stored); Retryable when no answer came.
 std::vector<Status> EraseAll(NatsClient& client, const std::string& stream,
                              const std::vector<uint64_t>& seqs, Millis timeout);
+
+// Whether each of `seqs` is stored in the stream as its leader answers now (message gets,
+// pipelined, retried as EraseAll): true stored, false not (NotFound), or the error.
+std::vector<Result<bool>> GetAll(NatsClient& client, const std::string& stream,
+                                 const std::vector<uint64_t>& seqs, Millis timeout);
+
+// Pure, for the tests: the header block of a stored message ("NATS/1.0\r\nKey: value\r\n...")
+// as key/value pairs in order; and standard base64.
+Headers ParseHeaderBlock(std::string_view block);
+std::optional<std::string> DecodeBase64(std::string_view text);
 
 }  // namespace core::nats_dlq

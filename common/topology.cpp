@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/dead_letter.h"
+
 namespace core::topology {
 
 const char* RetentionName(Retention r) {
@@ -68,8 +70,12 @@ std::string Join(const std::vector<std::string>& v) {
 
 }  // namespace
 
-std::vector<StreamSettings> Desired(const TopologyConfig& c) {
-  return {
+int64_t WorkQueueMaxMsgSize(int64_t max_payload) {
+  return max_payload > dead_letter::kHeaderRoom ? max_payload - dead_letter::kHeaderRoom : 0;
+}
+
+std::vector<StreamSettings> Desired(const TopologyConfig& c, int64_t max_payload) {
+  std::vector<StreamSettings> all = {
       Stream(kWebEvents, std::string(kWebEventsSubjectPrefix) + "*", Retention::kWorkQueue,
              c.web_events_max_age, c, false),
       Stream(kApiMetrics, std::string(kApiMetricsSubjectPrefix) + "*", Retention::kWorkQueue,
@@ -83,6 +89,12 @@ std::vector<StreamSettings> Desired(const TopologyConfig& c) {
       Bucket(kVisitStateBucket, c.visit_state_ttl, c),
       Bucket(kStoredIdsBucket, c.stored_ids_ttl, c),
   };
+  if (max_payload > 0) {
+    for (auto& s : all) {
+      if (s.retention == Retention::kWorkQueue) s.max_msg_size = WorkQueueMaxMsgSize(max_payload);
+    }
+  }
+  return all;
 }
 
 StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSettings>& have) {
@@ -137,6 +149,11 @@ StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSett
     plan.changes.push_back("max messages per subject " +
                            std::to_string(have->max_msgs_per_subject) + " -> " +
                            std::to_string(want.max_msgs_per_subject));
+  }
+  if (have->max_msg_size != want.max_msg_size) {
+    auto size = [](int64_t v) { return v < 0 ? std::string("unlimited") : std::to_string(v); };
+    plan.changes.push_back("max message size " + size(have->max_msg_size) + " -> " +
+                           size(want.max_msg_size));
   }
   if (have->allow_direct != want.allow_direct) {
     plan.changes.push_back(std::string("direct get ") + (have->allow_direct ? "on" : "off") +

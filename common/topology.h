@@ -38,10 +38,18 @@ struct StreamSettings {
   Millis duplicate_window{0};
   int64_t max_msgs_per_subject = -1;  // KV history
   bool allow_direct = false;
+  int64_t max_msg_size = -1;  // headers + payload, bytes; -1: the server's max payload
 };
 
-// Every stream and bucket platformctl init provisions, in creation order.
-std::vector<StreamSettings> Desired(const TopologyConfig& config);
+// Every stream and bucket platformctl init provisions, in creation order. max_payload: the
+// server's max payload (its INFO); when positive, the work-queue streams get
+// WorkQueueMaxMsgSize(max_payload), so a message whose DLQ copy would not fit is refused when it
+// is published; the others are unlimited (the max payload bounds them).
+std::vector<StreamSettings> Desired(const TopologyConfig& config, int64_t max_payload = 0);
+
+// The max payload less the room the DLQ copy's headers need (dead_letter::kHeaderRoom); 0 when
+// the max payload is too small to leave any.
+int64_t WorkQueueMaxMsgSize(int64_t max_payload);
 
 struct StreamPlan {
   enum class Action { kCreate, kUnchanged, kUpdate, kConflict };

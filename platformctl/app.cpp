@@ -46,9 +46,13 @@ bool ReadConfig(Shared& shared, int replicas_override) {
   return true;
 }
 
-core::Result<std::unique_ptr<core::NatsClient>> Connect(const Shared& shared) {
+// request_timeout_ms: one try of a request; what a cluster retries is tried again within
+// nats_admin::kClusterPatience.
+core::Result<std::unique_ptr<core::NatsClient>> Connect(const Shared& shared,
+                                                        int64_t request_timeout_ms = 5000) {
   core::NatsClient::Options o;
   o.client_name = "platformctl";
+  o.request_timeout_ms = request_timeout_ms;
   return core::NatsClient::Connect(shared.common, o);
 }
 
@@ -127,7 +131,8 @@ int Main(int argc, char** argv, const std::string& version) {
     return report.failed() ? kExitPartial : kExitOk;
   }
   if (*leaders) {
-    auto client = Connect(shared);
+    // A direct get lost to a paused replica is asked again: a short try keeps that quick.
+    auto client = Connect(shared, 2000);
     if (!client) return ConnectFailed(client.error());
     auto views = ReadLeaders(**client);
     if (!views) {

@@ -3,13 +3,18 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
+#include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "common/nats_client.h"
 #include "common/stop_signal.h"
 #include "platformctl/dlq_run.h"
+#include "platformctl/dlq_verify.h"
 #include "platformctl/erase.h"
 
 namespace platformctl {
@@ -57,7 +62,11 @@ struct DlqCommands::Options {
   CLI::App* list = nullptr;
   CLI::App* replay = nullptr;
   CLI::App* purge = nullptr;
+  CLI::App* verify = nullptr;
+  CLI::App* rebuild = nullptr;
   CLI::App* erase = nullptr;
+  std::string seqs;
+  std::string replica;
   std::string queue;
   SelectionOptions list_sel, replay_sel, purge_sel;
   bool json = false;
@@ -112,6 +121,40 @@ DlqCommands::DlqCommands(CLI::App& app) : o_(std::make_unique<Options>()) {
   o.purge->add_flag("--yes", o.yes, "Really erase");
   o.purge->add_flag("--json", o.json, "The summary as one JSON object");
 
+  o.verify = o.dlq->add_subcommand(
+      "verify",
+      "Check, replica by replica, that the given DLQ sequences (as a purge or an erasure "
+      "reported them) are stored on none: the leadership moves with step-downs until every "
+      "current replica has answered. Says what no answer can show and how to force it.");
+  o.verify->add_option("--queue", o.queue, "web (WEB_DLQ) or api (API_DLQ)")
+      ->required()
+      ->check(CLI::IsMember({"web", "api"}));
+  o.verify
+      ->add_option("--seqs", o.seqs,
+                   "The erased sequences: 1-20,25,30-31, or @FILE to read them from a file")
+      ->required();
+  o.verify->add_flag("--json", o.json, "The result as one JSON object");
+  o.verify->footer(
+      "Exit codes: 0 every configured replica answered and holds none of them; 1 a replica "
+      "could not be checked or holds some; 2 usage error; 3 cannot reach NATS.");
+
+  o.rebuild = o.dlq->add_subcommand(
+      "rebuild",
+      "Force what an erasure could not reach on one replica: remove it from the DLQ stream "
+      "(nats-server deletes its copy and raft log) and add a replica back, built from a "
+      "snapshot of the leader. Needs the provisioning user. Without --yes: say what it would "
+      "do and exit 4.");
+  o.rebuild->add_option("--queue", o.queue, "web (WEB_DLQ) or api (API_DLQ)")
+      ->required()
+      ->check(CLI::IsMember({"web", "api"}));
+  o.rebuild->add_option("--replica", o.replica, "The server name of the replica, e.g. nats-2")
+      ->required();
+  o.rebuild->add_flag("--yes", o.yes, "Really rebuild it");
+  o.rebuild->add_flag("--json", o.json, "The result as one JSON object");
+  o.rebuild->footer(
+      "Exit codes: 0 rebuilt, every replica current; 1 refused or not current in time; 2 usage "
+      "error; 3 cannot reach NATS; 4 without --yes.");
+
   o.erase = app.add_subcommand(
       "erase",
       "Erasure request: securely erase a site's, a visitor's or a tenant's DLQ messages and "
@@ -138,7 +181,35 @@ int DlqCommands::Run(const core::CommonConfig& common) {
   erase::Request request;
   dlq::QueueInfo q;
   const char* verb = o.list->parsed() ? "list" : o.replay->parsed() ? "replay" : "purge";
-  if (o.dlq->parsed()) {
+  std::vector<uint64_t> seqs;
+  if (o.verify->parsed() || o.rebuild->parsed()) {
+    q = dlq::InfoFor(*dlq::ParseQueue(o.queue));
+    if (o.verify->parsed()) {
+      std::string text = o.seqs;
+      if (!text.empty() && text[0] == '@') {
+        std::ifstream in(text.substr(1));
+        if (!in) {
+          std::cerr << "platformctl: dlq verify: cannot read " << text.substr(1) << "\n";
+          return 2;
+        }
+        std::stringstream ss;
+        ss << in.rdbuf();
+        text = ss.str();
+        while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+          text.pop_back();
+        }
+      }
+      auto parsed = dlq::ParseSeqRanges(text);
+      if (!parsed) {
+        std::cerr << "platformctl: dlq verify: " << parsed.error().message << "\n";
+        return 2;
+      }
+      seqs = std::move(*parsed);
+    } else if (o.replica.empty()) {
+      std::cerr << "platformctl: dlq rebuild: --replica is empty\n";
+      return 2;
+    }
+  } else if (o.dlq->parsed()) {
     const SelectionOptions& so = o.list->parsed()     ? o.list_sel
                                  : o.replay->parsed() ? o.replay_sel
                                                       : o.purge_sel;
@@ -199,7 +270,11 @@ int DlqCommands::Run(const core::CommonConfig& common) {
   dlq::RunEnv env{**client, stop, std::cout, std::cerr,
                   isatty(STDOUT_FILENO) == 1 && isatty(STDERR_FILENO) == 1};
   int rc = 0;
-  if (o.list->parsed())
+  if (o.verify->parsed())
+    rc = dlq::RunVerify(env, q, seqs, o.json);
+  else if (o.rebuild->parsed())
+    rc = dlq::RunRebuild(env, q, o.replica, o.yes, o.json);
+  else if (o.list->parsed())
     rc = dlq::RunList(env, q, *sel, o.json, o.summary);
   else if (o.replay->parsed())
     rc = dlq::RunReplay(env, q, *sel, rate, o.json);

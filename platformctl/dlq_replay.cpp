@@ -67,7 +67,58 @@ nlohmann::json GroupsJson(const std::vector<RunSummary::Group>& groups) {
   return a;
 }
 
+// Removes one trailing ".replay.<stream>.<digits>"; false when there is none.
+bool StripReplaySuffix(std::string_view* id) {
+  constexpr std::string_view kReplay = ".replay.";
+  size_t seq_dot = id->rfind('.');
+  if (seq_dot == std::string_view::npos || seq_dot + 1 == id->size()) return false;
+  std::string_view seq = id->substr(seq_dot + 1);
+  if (!std::all_of(seq.begin(), seq.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return false;
+  }
+  std::string_view head = id->substr(0, seq_dot);  // "<id>.replay.<stream>"
+  size_t stream_dot = head.rfind('.');
+  if (stream_dot == std::string_view::npos || stream_dot + 1 == head.size()) return false;
+  std::string_view rest = head.substr(0, stream_dot + 1);  // "<id>.replay."
+  if (rest.size() < kReplay.size() || rest.substr(rest.size() - kReplay.size()) != kReplay) {
+    return false;
+  }
+  *id = rest.substr(0, rest.size() - kReplay.size());
+  return true;
+}
+
+// An id a replay may build on: it goes into a header, so printable ASCII only, and it must name
+// something besides replay suffixes.
+bool UsableOriginalId(std::string_view id) {
+  if (id.empty() || id.size() > kMaxOriginalIdBytes) return false;
+  for (char c : id) {
+    auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7f) return false;
+  }
+  while (StripReplaySuffix(&id)) {
+  }
+  return !id.empty();
+}
+
 }  // namespace
+
+std::optional<std::string> OriginalMsgId(const QueueInfo& q, const core::Headers& headers,
+                                         std::string_view payload) {
+  if (auto v = Find(headers, dl::kOrigMsgId); v && UsableOriginalId(*v)) return v;
+  if (auto v = Find(headers, "Nats-Msg-Id"); v && !dl::IsDlqMsgId(*v) && UsableOriginalId(*v)) {
+    return v;
+  }
+  if (q.queue == Queue::kWeb) {
+    auto j = nlohmann::json::parse(payload, nullptr, false);
+    if (j.is_object()) {
+      auto it = j.find("id");
+      if (it != j.end() && it->is_string() && UsableOriginalId(it->get_ref<const std::string&>())) {
+        return it->get<std::string>();
+      }
+    }
+  }
+  return std::nullopt;
+}
 
 bool SubjectMatches(std::string_view pattern, std::string_view subject) {
   while (true) {
@@ -118,11 +169,20 @@ ReplayPlan PlanReplay(const QueueInfo& q, uint64_t dlq_seq, const core::Headers&
                  " (subjects " + JoinSubjects(origin->subjects) + ")";
     return p;
   }
+  auto original_id = OriginalMsgId(q, headers, payload);
+  if (!original_id) {
+    p.skip_why = q.queue == Queue::kWeb
+                     ? "no original message id (no usable Sa-Dlq-Msg-Id, the copy's own "
+                       "Nats-Msg-Id is the dead-lettering's, and the payload has no usable \"id\")"
+                     : "no original batch id (no usable Sa-Dlq-Msg-Id, and the copy's own "
+                       "Nats-Msg-Id is the dead-lettering's)";
+    return p;
+  }
   p.publish = true;
   p.out.subject = *subject;
   p.out.data = std::move(payload);
   p.out.expect_stream = origin->name;
-  p.out.msg_id = ReplayMsgId(Find(headers, dl::kOrigMsgId).value_or(""), q.dlq_stream, dlq_seq);
+  p.out.msg_id = ReplayMsgId(*original_id, q.dlq_stream, dlq_seq);
   for (const auto& [k, v] : headers) {
     if (StartsWithNoCase(k, "Nats-") || StartsWithNoCase(k, "Sa-Dlq-")) continue;
     p.out.headers.emplace_back(k, v);
@@ -165,7 +225,8 @@ bool RunSummary::complete() const {
   return count(Outcome::kSkipped) == 0 && count(Outcome::kFailed) == 0 && !stopped_;
 }
 
-void PrintSummaryText(const RunSummary& s, RunKind kind, const QueueInfo& q, std::ostream& out) {
+void PrintSummaryText(const RunSummary& s, RunKind kind, const QueueInfo& q, std::ostream& out,
+                      bool verdict) {
   if (kind == RunKind::kReplay) {
     out << "replayed: " << s.count(Outcome::kReplayed) << "\n";
     out << "already there from an earlier run: " << s.count(Outcome::kAlreadyThere) << "\n";
@@ -185,7 +246,7 @@ void PrintSummaryText(const RunSummary& s, RunKind kind, const QueueInfo& q, std
     out << "stopped early: " << *s.stopped() << "; the rest of the selection is still in "
         << q.dlq_stream << " (run the same command again to continue)\n";
   }
-  if (!s.complete()) {
+  if (verdict && !s.complete()) {
     out << Verb(kind) << " partly done: exit code 1\n";
   }
 }

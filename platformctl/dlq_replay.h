@@ -28,10 +28,22 @@ struct OriginStream {
   std::vector<std::string> subjects;
 };
 
-// `original id + .replay.<dlq stream>.<dlq seq>` (SPEC §3). An original without an id keeps an
-// empty prefix: the metricswriter then refuses it again, as it refused the original.
+// `original id + .replay.<dlq stream>.<dlq seq>` (SPEC §3).
 std::string ReplayMsgId(std::string_view original_id, std::string_view dlq_stream,
                         uint64_t dlq_seq);
+
+// The longest original message id a replay takes over (a UUID or a batch id is far shorter).
+inline constexpr size_t kMaxOriginalIdBytes = 256;
+
+// Where a DLQ message's original message id is, in this order: the Sa-Dlq-Msg-Id header (our
+// services write it); the DLQ copy's own Nats-Msg-Id when it is not one of ours
+// (dead_letter::IsDlqMsgId: the system this one replaces stored the origin's id there); for the
+// web queue, the event id in the payload (its JSON "id"). A candidate is usable when it is at
+// most kMaxOriginalIdBytes of printable ASCII without spaces and something other than
+// `.replay.<stream>.<seq>` suffixes (a replay of an earlier version could publish
+// `.replay.WEB_DLQ.3`); an unusable one passes to the next. nullopt: none is usable.
+std::optional<std::string> OriginalMsgId(const QueueInfo& q, const core::Headers& headers,
+                                         std::string_view payload);
 
 struct ReplayPlan {
   bool publish = false;
@@ -40,8 +52,10 @@ struct ReplayPlan {
 };
 
 // headers: the DLQ message's stored headers. origin: the queue's origin stream as the server
-// has it (nullopt: it does not exist). The published message keeps the payload and the origin's
-// own headers (Content-Type matters to the metricswriter); Nats-* and Sa-Dlq-* are not copied.
+// has it (nullopt: it does not exist). A message without a usable original id (OriginalMsgId)
+// is skipped and kept: a replay never publishes an id that starts with ".replay.". The published
+// message keeps the payload and the origin's own headers (Content-Type matters to the
+// metricswriter); Nats-* and Sa-Dlq-* are not copied.
 ReplayPlan PlanReplay(const QueueInfo& q, uint64_t dlq_seq, const core::Headers& headers,
                       std::string payload, const std::optional<OriginStream>& origin);
 
@@ -84,7 +98,10 @@ class RunSummary {
 // How the summary names the command and its counters.
 enum class RunKind { kReplay, kPurge, kErase };
 
-void PrintSummaryText(const RunSummary& s, RunKind kind, const QueueInfo& q, std::ostream& out);
+// verdict: end with "<verb> partly done: exit code 1" when the run is not complete (a caller
+// that has more to report prints its own verdict after it).
+void PrintSummaryText(const RunSummary& s, RunKind kind, const QueueInfo& q, std::ostream& out,
+                      bool verdict = true);
 void PrintSummaryJson(const RunSummary& s, RunKind kind, const QueueInfo& q,
                       const std::string& selection, uint64_t end_seq, std::ostream& out);
 

@@ -2,6 +2,7 @@
 // time (one round trip for the acks of the batch), and each DLQ copy is erased only after its
 // own publish was acknowledged; a stop request is looked at between batches only.
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include "common/nats_admin.h"
@@ -40,7 +41,7 @@ class PublishBatch {
   bool Flush() {
     if (seqs_.empty()) return true;
     const core::Millis timeout(env_.client.request_timeout_ms());
-    auto acks = publisher_.PublishAll(outs_, timeout);
+    auto acks = PublishRetrying(timeout);
     std::vector<uint64_t> stored;
     std::vector<bool> duplicate;
     bool keep_going = true;
@@ -57,7 +58,8 @@ class PublishBatch {
         continue;
       }
       stored.push_back(seqs_[i]);
-      duplicate.push_back(acks[i]->duplicate);
+      // A duplicate after our own unanswered try is that try's: replayed now, not earlier.
+      duplicate.push_back(acks[i]->duplicate && !retried_[i]);
     }
     auto erased = core::nats_dlq::EraseAll(env_.client, q_.dlq_stream, stored, timeout);
     for (size_t i = 0; i < stored.size(); ++i) {
@@ -78,6 +80,37 @@ class PublishBatch {
   }
 
  private:
+  // Publishes the batch; a message without an acknowledgement, or refused while the stream
+  // elects a leader, is published again (same message id: the stream stores it once) within
+  // the cluster patience.
+  std::vector<core::Result<core::PubAck>> PublishRetrying(core::Millis timeout) {
+    std::vector<core::Result<core::PubAck>> acks = publisher_.PublishAll(outs_, timeout);
+    retried_.assign(outs_.size(), false);
+    core::nats_admin::Patience patience;
+    while (true) {
+      std::vector<size_t> again;
+      for (size_t i = 0; i < acks.size(); ++i) {
+        if (!acks[i] && acks[i].error().kind == ErrorKind::kRetryable) again.push_back(i);
+      }
+      if (again.empty() || env_.stop.stopping()) break;
+      auto delay = patience.NextDelay();
+      if (!delay) break;
+      std::this_thread::sleep_for(*delay);
+      std::vector<core::OutMessage> batch;
+      for (size_t i : again) batch.push_back(outs_[i]);
+      auto more = publisher_.PublishAll(batch, timeout);
+      bool progress = false;
+      for (size_t k = 0; k < again.size(); ++k) {
+        retried_[again[k]] = true;
+        if (more[k]) progress = true;
+        acks[again[k]] = std::move(more[k]);
+      }
+      if (progress) patience.Progress();
+    }
+    return acks;
+  }
+
+  std::vector<bool> retried_;
   RunEnv& env_;
   const QueueInfo& q_;
   core::nats_dlq::BatchPublisher& publisher_;

@@ -1,7 +1,12 @@
 #include "platformctl/dlq_run.h"
 
+#include <algorithm>
 #include <limits>
+#include <map>
+#include <sstream>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "common/nats_admin.h"
 #include "common/nats_stream.h"
@@ -25,32 +30,97 @@ double SecondsSince(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-bool EraseBatch::Add(uint64_t seq) {
-  seqs_.push_back(seq);
-  return seqs_.size() < kBatch || Flush();
+bool EraseBatch::Add(const Entry& e) {
+  entries_.push_back(e);
+  return entries_.size() < kBatch || Flush();
 }
 
 bool EraseBatch::Flush() {
-  if (seqs_.empty()) return true;
-  auto results = core::nats_dlq::EraseAll(env_.client, q_.dlq_stream, seqs_,
+  if (entries_.empty()) return true;
+  std::vector<uint64_t> seqs;
+  seqs.reserve(entries_.size());
+  for (const auto& e : entries_) seqs.push_back(e.seq);
+  auto results = core::nats_dlq::EraseAll(env_.client, q_.dlq_stream, seqs,
                                           core::Millis(env_.client.request_timeout_ms()));
   bool keep_going = true;
-  for (size_t i = 0; i < seqs_.size(); ++i) {
+  for (size_t i = 0; i < seqs.size(); ++i) {
     const auto& r = results[i];
     if (r) {
-      summary_.Add(seqs_[i], Outcome::kErased);
+      summary_.Add(seqs[i], Outcome::kErased);
+      facts_.Erased(entries_[i]);
     } else if (r.error().kind == ErrorKind::kNotFound) {
-      summary_.Add(seqs_[i], Outcome::kGone);
+      summary_.Add(seqs[i], Outcome::kGone);
     } else {
-      summary_.Add(seqs_[i], Outcome::kFailed, "kept: " + r.error().message);
+      summary_.Add(seqs[i], Outcome::kFailed, "kept: " + r.error().message);
       if (r.error().kind == ErrorKind::kRetryable && keep_going) {
         summary_.MarkStopped(r.error().message);
         keep_going = false;
       }
     }
   }
-  seqs_.clear();
+  entries_.clear();
   return keep_going;
+}
+
+core::Result<core::nats_admin::ReplicaSet> ReplicasBefore(RunEnv& env, const QueueInfo& q) {
+  return core::nats_admin::ReadReplicas(env.client, q.dlq_stream);
+}
+
+ErasureReport FinishErasure(RunEnv& env, const QueueInfo& q,
+                            const core::Result<core::nats_admin::ReplicaSet>& before,
+                            const ErasureFacts& facts) {
+  using core::nats_admin::ReplicaSet;
+  auto after = core::nats_admin::ReadReplicas(env.client, q.dlq_stream);
+  // A replica that is online applies the last erasures a moment after the leader: it reports a
+  // lag (or "not current") meanwhile. One that is offline will not catch up now.
+  for (int i = 0; i < 20 && !facts.empty() && after && !after->AllCurrent(); ++i) {
+    bool online = std::none_of(after->peers.begin(), after->peers.end(),
+                               [](const auto& p) { return p.offline; });
+    if (!online) break;
+    env.stop.WaitFor(std::chrono::milliseconds(250));
+    after = core::nats_admin::ReadReplicas(env.client, q.dlq_stream);
+  }
+  std::map<std::string, uint64_t> origin;
+  if (!facts.empty()) {
+    if (auto st = core::nats_admin::ReadState(env.client, q.origin_stream)) {
+      origin[q.origin_stream] = st->messages;
+    }
+  }
+  ReplicaSet unknown;  // an unreadable set counts as no replica current
+  unknown.raft = true;
+  unknown.configured = 1;
+  ErasureReport r =
+      MakeErasureReport(q, before ? *before : unknown, after ? *after : unknown, facts, origin);
+  if (!before || !after) {
+    r.replicas_ok = false;
+    r.not_yet.insert(r.not_yet.begin(),
+                     "the replicas of " + q.dlq_stream + " could not be read: " +
+                         (!before ? before.error().message : after.error().message));
+  }
+  return r;
+}
+
+int PrintErasure(RunEnv& env, const RunSummary& summary, RunKind kind, const QueueInfo& q,
+                 const ErasureReport& report) {
+  PrintSummaryText(summary, kind, q, env.out, /*verdict=*/false);
+  PrintErasureText(report, env.out);
+  const bool done = summary.complete() && report.replicas_ok;
+  if (!done) {
+    env.out << (kind == RunKind::kPurge ? "purge" : "erase") << " partly done: exit code 1"
+            << (summary.complete() ? " (not every replica erased them)" : "") << "\n";
+  }
+  return done ? 0 : 1;
+}
+
+std::string ErasureSummaryJson(const RunSummary& summary, RunKind kind, const QueueInfo& q,
+                               const std::string& selection, uint64_t end_seq,
+                               const ErasureReport& report) {
+  std::ostringstream body;
+  PrintSummaryJson(summary, kind, q, selection, end_seq, body);
+  auto j = nlohmann::json::parse(body.str());
+  j["erasure"] = nlohmann::json::parse(ErasureJson(report));
+  j["complete"] = summary.complete() && report.replicas_ok;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Progress::Progress(std::ostream& err, bool enabled) : err_(err), enabled_(enabled) {}
@@ -74,7 +144,7 @@ void Progress::Clear() {
 core::Result<Walk> OpenWalk(core::NatsClient& client, const QueueInfo& q,
                             const std::string& filter_subject, uint64_t start_seq,
                             int64_t start_time_ns, uint64_t end_seq_cap, bool headers_only) {
-  auto state = core::nats_admin::ReadStream(client, q.dlq_stream);
+  auto state = core::nats_admin::ReadReplicas(client, q.dlq_stream);
   if (!state) {
     if (state.error().kind == ErrorKind::kNotFound) {
       return core::Error::NotFound(q.dlq_stream + " does not exist (run platformctl init)");
@@ -90,6 +160,8 @@ core::Result<Walk> OpenWalk(core::NatsClient& client, const QueueInfo& q,
   spec.start_time_ns = start_time_ns;
   spec.end_seq = w.end_seq;
   spec.headers_only = headers_only;
+  spec.at_most = state->messages;
+  spec.replicas = state->configured;
   auto b = core::nats_dlq::StreamBrowser::Open(client, spec);
   if (!b) return b.error();
   w.browser = std::move(*b);
@@ -173,8 +245,12 @@ int RunPurge(RunEnv& env, const QueueInfo& q, const Selection& sel, bool yes, bo
   }
 
   RunSummary summary;
-  EraseBatch eraser(env, q, summary);
+  ErasureFacts facts;
+  EraseBatch eraser(env, q, summary, facts);
   ListSummary would;
+  core::Result<core::nats_admin::ReplicaSet> before =
+      yes ? ReplicasBefore(env, q)
+          : core::Result<core::nats_admin::ReplicaSet>(core::nats_admin::ReplicaSet{});
   Progress progress(env.err, env.progress);
   const auto start = Clock::now();
   uint64_t looked_at = 0;
@@ -185,7 +261,7 @@ int RunPurge(RunEnv& env, const QueueInfo& q, const Selection& sel, bool yes, bo
       would.Add(e);
       return true;
     }
-    if (!eraser.Add(e.seq)) return false;
+    if (!eraser.Add(e)) return false;
     progress.Show(ProgressLine(summary, RunKind::kPurge, q, looked_at,
                                walk->browser->initial_pending(), SecondsSince(start)));
     return true;
@@ -209,11 +285,14 @@ int RunPurge(RunEnv& env, const QueueInfo& q, const Selection& sel, bool yes, bo
     }
     return kExitNotConfirmed;
   }
-  if (json)
-    PrintSummaryJson(summary, RunKind::kPurge, q, sel.Describe(), walk->end_seq, env.out);
-  else
-    PrintSummaryText(summary, RunKind::kPurge, q, env.out);
-  return summary.complete() ? 0 : 1;
+  ErasureReport report = FinishErasure(env, q, before, facts);
+  if (json) {
+    env.out << ErasureSummaryJson(summary, RunKind::kPurge, q, sel.Describe(), walk->end_seq,
+                                  report)
+            << "\n";
+    return summary.complete() && report.replicas_ok ? 0 : 1;
+  }
+  return PrintErasure(env, summary, RunKind::kPurge, q, report);
 }
 
 }  // namespace platformctl::dlq

@@ -21,6 +21,7 @@
 #include "common/stop_signal.h"
 #include "platformctl/dlq_replay.h"
 #include "platformctl/dlq_select.h"
+#include "platformctl/erasure_report.h"
 
 namespace platformctl::dlq {
 
@@ -67,23 +68,41 @@ inline constexpr size_t kBatch = 256;
 Entry EntryOf(const QueueInfo& q, const core::nats_dlq::StoredMessage& m);
 double SecondsSince(std::chrono::steady_clock::time_point since);
 
-// Gathers DLQ sequences and erases them a batch at a time (purge, erase), recording each
-// outcome in the summary.
+// Gathers DLQ messages and erases them a batch at a time (purge, erase), recording each
+// outcome in the summary and what was erased in the facts for the erasure report.
 class EraseBatch {
  public:
-  EraseBatch(RunEnv& env, const QueueInfo& q, RunSummary& summary)
-      : env_(env), q_(q), summary_(summary) {}
-  // Adds seq; erases the batch when it is full. False when NATS stopped answering (the summary
-  // says so; the run must end).
-  bool Add(uint64_t seq);
+  EraseBatch(RunEnv& env, const QueueInfo& q, RunSummary& summary, ErasureFacts& facts)
+      : env_(env), q_(q), summary_(summary), facts_(facts) {}
+  // Adds the message; erases the batch when it is full. False when NATS stopped answering (the
+  // summary says so; the run must end).
+  bool Add(const Entry& e);
   bool Flush();
 
  private:
   RunEnv& env_;
   const QueueInfo& q_;
   RunSummary& summary_;
-  std::vector<uint64_t> seqs_;
+  ErasureFacts& facts_;
+  std::vector<Entry> entries_;
 };
+
+// The DLQ stream's replicas when an erasure begins (an error leaves them unknown: the report
+// then says so and the run exits 1).
+core::Result<core::nats_admin::ReplicaSet> ReplicasBefore(RunEnv& env, const QueueInfo& q);
+// After the run: the replicas again (waiting a few seconds for the current ones to apply the
+// last erasures), the origin stream's count, and the report. Nothing erased: no waiting.
+ErasureReport FinishErasure(RunEnv& env, const QueueInfo& q,
+                            const core::Result<core::nats_admin::ReplicaSet>& before,
+                            const ErasureFacts& facts);
+// The report in text after the summary, then the verdict ("<verb> partly done: exit code 1"
+// when the summary is incomplete or a replica did not erase); the exit code.
+int PrintErasure(RunEnv& env, const RunSummary& summary, RunKind kind, const QueueInfo& q,
+                 const ErasureReport& report);
+// The summary's JSON with "erasure" (ErasureJson) added and "complete" covering the replicas.
+std::string ErasureSummaryJson(const RunSummary& summary, RunKind kind, const QueueInfo& q,
+                               const std::string& selection, uint64_t end_seq,
+                               const ErasureReport& report);
 
 // A progress line on stderr, rewritten in place at most a few times a second; nothing when
 // disabled.

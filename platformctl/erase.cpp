@@ -29,7 +29,9 @@ int RunErase(dlq::RunEnv& env, const Request& r, bool json) {
   if (!walk) return dlq::Fail(env, walk.error());
 
   dlq::RunSummary summary;
-  dlq::EraseBatch eraser(env, q, summary);
+  dlq::ErasureFacts facts;
+  dlq::EraseBatch eraser(env, q, summary, facts);
+  auto before = dlq::ReplicasBefore(env, q);
   dlq::Progress progress(env.err, env.progress);
   const auto start = Clock::now();
   uint64_t looked_at = 0;
@@ -43,7 +45,7 @@ int RunErase(dlq::RunEnv& env, const Request& r, bool json) {
                   "platformctl erase --site if it must go)");
       return true;
     }
-    if (!eraser.Add(m.seq)) return false;
+    if (!eraser.Add(dlq::EntryOf(q, m))) return false;
     progress.Show(dlq::ProgressLine(summary, dlq::RunKind::kErase, q, looked_at,
                                     walk->browser->initial_pending(), dlq::SecondsSince(start)));
     return true;
@@ -56,22 +58,21 @@ int RunErase(dlq::RunEnv& env, const Request& r, bool json) {
                 "(Umami) removes them once the replayer has stored them"
               : "batches still queued in API_METRICS are not touched here: the downstream "
                 "erasure removes them once the metricswriter has stored them";
+  dlq::ErasureReport report = dlq::FinishErasure(env, q, before, facts);
   if (json) {
-    std::ostringstream body;
-    dlq::PrintSummaryJson(summary, dlq::RunKind::kErase, q, Who(r), walk->end_seq, body);
-    auto j = nlohmann::json::parse(body.str());
+    auto j = nlohmann::json::parse(
+        dlq::ErasureSummaryJson(summary, dlq::RunKind::kErase, q, Who(r), walk->end_seq, report));
     j["who"] = Who(r);
     j["note"] = downstream;
     env.out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  } else {
-    env.out << "erase " << Who(r) << ": " << summary.count(dlq::Outcome::kErased) << " message"
-            << (summary.count(dlq::Outcome::kErased) == 1 ? "" : "s") << " securely erased from "
-            << q.dlq_stream << " (looked at " << looked_at << ", up to seq " << walk->end_seq
-            << ")\n";
-    dlq::PrintSummaryText(summary, dlq::RunKind::kErase, q, env.out);
-    env.out << "note: " << downstream << "\n";
+    return summary.complete() && report.replicas_ok ? 0 : 1;
   }
-  return summary.complete() ? 0 : 1;
+  // "Erased" here means overwritten by the stream: where every copy stands is reported below.
+  env.out << "erase " << Who(r) << ": " << summary.count(dlq::Outcome::kErased) << " message"
+          << (summary.count(dlq::Outcome::kErased) == 1 ? "" : "s") << " of " << q.dlq_stream
+          << " erased (looked at " << looked_at << ", up to seq " << walk->end_seq << ")\n";
+  env.out << "note: " << downstream << "\n";
+  return dlq::PrintErasure(env, summary, dlq::RunKind::kErase, q, report);
 }
 
 }  // namespace platformctl::erase

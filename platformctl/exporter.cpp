@@ -130,6 +130,7 @@ void StreamGauges::Record(const std::vector<StreamReading>& readings, double rea
     oldest_age_.With(s).Set(view.oldest_age_seconds.value_or(0));
     consumer_count_.With(s).Set(static_cast<double>(r.consumers.size()));
     for (const auto& c : r.consumers) {
+      if (c.offline) continue;  // no numbers: its series go blank rather than report zeros
       const Key k{r.name, c.name};
       consumers.insert(k);
       pending_.With(k).Set(static_cast<double>(c.pending));
@@ -195,7 +196,7 @@ int ServeStreams(const core::CommonConfig& common, const ExporterOptions& option
     if (n == nullptr) return;  // not connected yet: nothing read, no failure counted
     std::lock_guard lock(read_mu);
     auto start = std::chrono::steady_clock::now();
-    auto readings = ReadStreams(*n, options.only);
+    auto readings = ReadStreams(*n, options.only, core::Millis(0));
     double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!readings) {
       if (!failing) spdlog::warn("cannot read JetStream: {}", readings.error().message);

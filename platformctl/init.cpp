@@ -1,5 +1,6 @@
 #include "platformctl/init.h"
 
+#include "common/dead_letter.h"
 #include "common/nats_admin.h"
 
 namespace platformctl {
@@ -17,6 +18,7 @@ bool InitReport::changed() const {
 }
 
 bool InitReport::failed() const {
+  if (!error.empty()) return true;
   for (const auto& l : lines) {
     if (!l.error.empty() || l.plan.action == StreamPlan::Action::kConflict) return true;
   }
@@ -25,7 +27,17 @@ bool InitReport::failed() const {
 
 InitReport Init(core::NatsClient& client, const core::TopologyConfig& config, bool dry_run) {
   InitReport report;
-  for (const auto& want : core::topology::Desired(config)) {
+  report.max_payload = core::nats_admin::MaxPayload(client);
+  report.server = client.ConnectedUrl();
+  report.work_queue_max_size = core::topology::WorkQueueMaxMsgSize(report.max_payload);
+  if (report.work_queue_max_size <= 0) {
+    report.error = "the server's max payload (" + std::to_string(report.max_payload) +
+                   " bytes) leaves no room for the " +
+                   std::to_string(core::dead_letter::kHeaderRoom) +
+                   " bytes of dead-letter headers: raise max_payload in its configuration";
+    return report;
+  }
+  for (const auto& want : core::topology::Desired(config, report.max_payload)) {
     InitLine line;
     line.name = want.bucket.empty() ? want.name : "KV " + want.bucket;
     auto have = core::nats_admin::ReadSettings(client, want.name);
@@ -49,6 +61,14 @@ InitReport Init(core::NatsClient& client, const core::TopologyConfig& config, bo
 }
 
 void PrintInit(const InitReport& report, bool dry_run, std::ostream& out) {
+  if (!report.error.empty()) {
+    out << "init: " << report.error << "\n";
+    return;
+  }
+  out << "max payload " << report.max_payload << " bytes (" << report.server
+      << "): work-queue streams take messages up to " << report.work_queue_max_size
+      << " bytes, leaving " << core::dead_letter::kHeaderRoom
+      << " for the headers of their dead-letter copy\n";
   for (const auto& l : report.lines) {
     out << l.name << ": ";
     if (!l.error.empty()) {

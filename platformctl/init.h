@@ -20,13 +20,18 @@ struct InitLine {
 };
 
 struct InitReport {
+  int64_t max_payload = 0;          // of the server init talked to (its INFO)
+  std::string server;               // that server's URL
+  int64_t work_queue_max_size = 0;  // the work-queue streams' max_msg_size
+  std::string error;                // init could not start (the max payload leaves no room)
   std::vector<InitLine> lines;
   bool changed() const;
   bool failed() const;  // a conflict or an error
 };
 
-// Reads each stream, plans, applies (unless dry_run) and reports. A conflicting stream is
-// reported and left as it is.
+// Reads the server's max payload and each stream, plans, applies (unless dry_run) and reports. A
+// conflicting stream is reported and left as it is. The work-queue streams get a max_msg_size
+// below the max payload by dead_letter::kHeaderRoom (see topology::Desired).
 InitReport Init(core::NatsClient& client, const core::TopologyConfig& config, bool dry_run);
 
 void PrintInit(const InitReport& report, bool dry_run, std::ostream& out);

@@ -3,7 +3,10 @@
 #include <nlohmann/json.hpp>
 
 #include <iomanip>
+#include <iterator>
+#include <thread>
 
+#include "common/nats_admin_request.h"
 #include "common/nats_kv.h"
 #include "common/timefmt.h"
 #include "common/topology.h"
@@ -15,18 +18,48 @@ const char* const kServices[] = {"replayer", "metricswriter"};
 }
 
 core::Result<std::vector<LeaderView>> ReadLeaders(core::NatsClient& client) {
+  // In a cluster a direct get goes to any replica of KV_locks: one that is paused (SIGSTOP) or
+  // just died still takes its share of them for a while and never answers. Those keys are
+  // asked again (another replica answers) within the cluster patience.
+  core::nats_admin::Patience patience;
   auto bucket = core::KvBucket::Bind(client, core::topology::kLocksBucket);
+  while (!bucket && bucket.error().kind == core::ErrorKind::kRetryable) {
+    auto delay = patience.NextDelay();
+    if (!delay) return bucket.error();
+    std::this_thread::sleep_for(*delay);
+    bucket = core::KvBucket::Bind(client, core::topology::kLocksBucket);
+  }
   if (!bucket) return bucket.error();
+  patience.Progress();
+  const std::vector<std::string> keys(std::begin(kServices), std::end(kServices));
+  std::vector<core::Result<std::optional<core::KvValue>>> got = (*bucket)->GetMany(keys);
+  while (true) {
+    std::vector<size_t> again;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (!got[i] && got[i].error().kind == core::ErrorKind::kRetryable) again.push_back(i);
+    }
+    if (again.empty()) break;
+    auto delay = patience.NextDelay();
+    if (!delay) {
+      core::Error e = got[again.front()].error();
+      e.message += " (gave up after " + std::to_string(patience.waited().count() / 1000) + " s)";
+      return e;
+    }
+    std::this_thread::sleep_for(*delay);
+    std::vector<std::string> retry;
+    for (size_t i : again) retry.push_back(keys[i]);
+    auto more = (*bucket)->GetMany(retry);
+    for (size_t k = 0; k < again.size(); ++k) got[again[k]] = std::move(more[k]);
+  }
   std::vector<LeaderView> views;
-  for (const char* service : kServices) {
+  for (size_t i = 0; i < keys.size(); ++i) {
     LeaderView v;
-    v.service = service;
-    auto got = (*bucket)->Get(service);
-    if (!got) return got.error();
-    if (*got) {
-      v.revision = (*got)->revision;
-      v.holder = core::LeaseHolder::FromJson((*got)->value);
-      if (!v.holder) v.raw = (*got)->value;
+    v.service = keys[i];
+    if (!got[i]) return got[i].error();
+    if (*got[i]) {
+      v.revision = (*got[i])->revision;
+      v.holder = core::LeaseHolder::FromJson((*got[i])->value);
+      if (!v.holder) v.raw = (*got[i])->value;
     }
     views.push_back(std::move(v));
   }

@@ -63,16 +63,17 @@ nlohmann::json Ts(int64_t ns) {
 }  // namespace
 
 core::Result<std::vector<StreamReading>> ReadStreams(core::NatsClient& client,
-                                                     const std::vector<std::string>& only) {
+                                                     const std::vector<std::string>& only,
+                                                     core::Millis patience) {
   std::vector<std::string> names = only;
   if (names.empty()) {
-    auto all = core::nats_admin::StreamNames(client);
+    auto all = core::nats_admin::StreamNames(client, patience);
     if (!all) return all.error();
     names = *all;
   }
   std::vector<StreamReading> out;
   for (const auto& n : Order(names)) {
-    auto r = core::nats_admin::ReadStream(client, n);
+    auto r = core::nats_admin::ReadStream(client, n, patience);
     if (!r) return r.error();
     out.push_back(std::move(*r));
   }
@@ -130,6 +131,11 @@ void PrintStreamsText(const std::vector<StreamView>& views, std::ostream& out) {
                   Rate(v.in_rate).c_str(), Rate(v.out_rate).c_str(), clear.c_str());
     out << line;
     for (const auto& c : v.consumers) {
+      if (c.now.offline) {
+        out << "  consumer " << c.now.name
+            << "  OFFLINE: its server does not answer (a node down; no numbers)\n";
+        continue;
+      }
       std::snprintf(
           line, sizeof(line),
           "  consumer %-14s pending %llu  unacked %llu/%lld  redelivered %llu  "
@@ -184,6 +190,7 @@ void PrintStreamsJson(const std::vector<StreamView>& views, std::ostream& out) {
       j["last_acked_ts"] = Ts(c.now.last_acked_ns);
       j["saturated"] = c.saturated;
       j["wedged"] = c.wedged;
+      j["offline"] = c.now.offline;
       s["consumers"].push_back(std::move(j));
     }
     root["streams"].push_back(std::move(s));

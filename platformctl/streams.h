@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/backlog.h"
+#include "common/nats_admin_request.h"
 #include "common/nats_client.h"
 #include "common/result.h"
 
@@ -26,9 +27,10 @@ core::Result<std::vector<core::backlog::StreamView>> CollectStreams(core::NatsCl
                                                                     const StreamsOptions& options);
 
 // One reading of the named streams (empty = every stream on the server), ours first. Also used
-// by the exporter (exporter.h).
+// by the exporter (exporter.h), with no patience: one try per request, so a scrape is answered.
 core::Result<std::vector<core::backlog::StreamReading>> ReadStreams(
-    core::NatsClient& client, const std::vector<std::string>& only);
+    core::NatsClient& client, const std::vector<std::string>& only,
+    core::Millis patience = core::nats_admin::kClusterPatience);
 
 void PrintStreamsText(const std::vector<core::backlog::StreamView>& views, std::ostream& out);
 void PrintStreamsJson(const std::vector<core::backlog::StreamView>& views, std::ostream& out);

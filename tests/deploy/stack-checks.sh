@@ -175,7 +175,7 @@ job_checks() {
   wait_for 10 "API_DLQ is empty after the purge" \
     bash -c "curl -fsS -m 2 $em | grep -qx 'jetstream_stream_messages{stream=\"API_DLQ\"} 0'"
   check_out "platformctl erase --site as platformctl (the poison event's DLQ copy, by its site)" \
-    "1 message securely erased from WEB_DLQ" as platformctl "$ctl" erase --site "$SITE"
+    "1 message of WEB_DLQ erased" as platformctl "$ctl" erase --site "$SITE"
   wait_for 10 "WEB_DLQ is empty after the erasure" \
     bash -c "curl -fsS -m 2 $em | grep -qx 'jetstream_stream_messages{stream=\"WEB_DLQ\"} 0'"
   # Every job above ran without a single refusal: the permissions cover what the code does.
@@ -267,6 +267,7 @@ refusal_checks() {
   expect refused platformctl "set WEB_EVENTS's max_msgs to 1 (a purge in effect)" req '$JS.API.STREAM.UPDATE.WEB_EVENTS' "$web_events_one"
   expect refused platformctl "create a stream of ours (WEB_EVENTS)" req '$JS.API.STREAM.CREATE.WEB_EVENTS' "$web_events_one"
   expect refused platformctl "delete the stream WEB_DLQ" req '$JS.API.STREAM.DELETE.WEB_DLQ'
+  expect refused platformctl "remove a replica of WEB_DLQ (dlq rebuild is the provisioner's)" req '$JS.API.STREAM.PEER.REMOVE.WEB_DLQ' '{"peer":"nats-1"}'
   expect refused platformctl "purge API_DLQ" req '$JS.API.STREAM.PURGE.API_DLQ'
   expect refused platformctl "consume the replayer's consumer" req '$JS.API.CONSUMER.MSG.NEXT.WEB_EVENTS.replayer' "$next"
   expect refused platformctl "consume the metricswriter's consumer" req '$JS.API.CONSUMER.MSG.NEXT.API_METRICS.metricswriter' "$next"
@@ -285,6 +286,7 @@ refusal_checks() {
   expect refused exporter "read the stream names" req '$JS.API.STREAM.NAMES'
   expect refused exporter "read a dead letter" req '$JS.API.STREAM.MSG.GET.WEB_DLQ' "$get"
   expect refused exporter "create a consumer on WEB_DLQ" req '$JS.API.CONSUMER.CREATE.WEB_DLQ' "$dlq_consumer"
+  expect refused exporter "create a named consumer on WEB_DLQ" req '$JS.API.CONSUMER.CREATE.WEB_DLQ.probe' "$dlq_consumer"
   expect refused exporter "update WEB_EVENTS" req '$JS.API.STREAM.UPDATE.WEB_EVENTS' "$web_events_one"
   expect refused exporter "publish to WEB_EVENTS" pub "web.events.$SITE" '{}'
   expect refused exporter "consume the replayer's consumer" req '$JS.API.CONSUMER.MSG.NEXT.WEB_EVENTS.replayer' "$next"

@@ -40,6 +40,20 @@ std::string Payload(const Seed& s) {
 }
 
 core::OutMessage DeadLetter(const Seed& s) {
+  if (s.legacy) {
+    namespace dl = core::dead_letter;
+    core::OutMessage m;
+    m.subject = (s.web ? "dlq.web." : "dlq.api.") + s.key;
+    m.data = Payload(s);
+    m.msg_id = s.msg_id;
+    m.headers = {
+        {dl::kReason, s.reason},
+        {dl::kSubject, s.subject_header.empty() ? (s.web ? "web.events." : "api.metrics.") + s.key
+                                                : s.subject_header},
+        {dl::kStream, s.web ? "WEB_EVENTS" : "API_METRICS"},
+        {dl::kStreamSeq, std::to_string(s.origin_seq)}};
+    return m;
+  }
   core::dead_letter::Origin o;
   o.subject = (s.web ? "web.events." : "api.metrics.") + s.key;
   o.stream = s.web ? "WEB_EVENTS" : "API_METRICS";

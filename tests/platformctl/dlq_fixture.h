@@ -31,11 +31,15 @@ struct Seed {
   std::string marker = kMarker;
   std::string website;      // web: the event's "website" field (default: key)
   std::string raw_payload;  // when set: the payload as it is (e.g. not JSON)
+  // The previous system's shape (SPEC §3): only the four Sa-Dlq-* headers of the reason, origin
+  // subject, stream and sequence, the copy's own Nats-Msg-Id being the origin's (msg_id).
+  bool legacy = false;
 };
 
 // A web event (SPEC §3) or, for api, an opaque body; both contain seed.marker.
 std::string Payload(const Seed& seed);
-// The DLQ message the replayer / metricswriter would publish for it.
+// The DLQ message the replayer / metricswriter would publish for it (or, with seed.legacy, the
+// one the previous system wrote).
 core::OutMessage DeadLetter(const Seed& seed);
 // Publishes all and waits until the DLQ stream acknowledged every one (fails the test if not).
 void PublishAll(core::NatsClient& client, const std::vector<core::OutMessage>& messages);

@@ -1,5 +1,7 @@
 // platformctl dlq list against a real nats-server: every selection returns exactly the expected
 // DLQ sequences, --json and --summary parse, and no output carries a byte of any payload.
+#include <nats/nats.h>
+
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -12,6 +14,7 @@
 #include "tests/platformctl/dlq_fixture.h"
 
 using dlqtest::Ctl;
+using dlqtest::Seed;
 using testsupport::TestStack;
 
 namespace {
@@ -204,4 +207,61 @@ TEST_CASE("dlq commands reject bad usage before touching NATS", "[integration][d
   std::tie(rc, out) = run("dlq --help");
   CHECK(rc == 0);
   CHECK_THAT(out, Catch::Contains("4 purge without --yes"));
+}
+
+TEST_CASE("dlq list, replay and purge read by message gets when no consumer can be had",
+          "[integration][dlq]") {
+  TestStack stack({"nats"});
+  dlqtest::Init(stack);
+  auto client = testsupport::ConnectNats(stack);
+  // WEB_DLQ allows one consumer, and one exists: platformctl's own is refused. (The limit cannot
+  // be changed in place: the stream is made again with init's settings and it.)
+  {
+    jsStreamInfo* si = nullptr;
+    REQUIRE(js_GetStreamInfo(&si, client->js(), "WEB_DLQ", nullptr, nullptr) == NATS_OK);
+    jsStreamConfig c = *si->Config;
+    c.MaxConsumers = 1;
+    REQUIRE(js_DeleteStream(client->js(), "WEB_DLQ", nullptr, nullptr) == NATS_OK);
+    jsStreamInfo* up = nullptr;
+    REQUIRE(js_AddStream(&up, client->js(), &c, nullptr, nullptr) == NATS_OK);
+    jsStreamInfo_Destroy(up);
+    jsStreamInfo_Destroy(si);
+    jsConsumerConfig cc;
+    jsConsumerConfig_Init(&cc);
+    cc.Durable = "squatter";
+    cc.AckPolicy = js_AckExplicit;
+    jsConsumerInfo* ci = nullptr;
+    REQUIRE(js_AddConsumer(&ci, client->js(), "WEB_DLQ", &cc, nullptr, nullptr) == NATS_OK);
+    jsConsumerInfo_Destroy(ci);
+  }
+  std::vector<core::OutMessage> msgs;
+  for (int i = 1; i <= 300; ++i) {
+    Seed s;
+    s.key = i % 3 ? "site-g" : "site-h";
+    s.visitor = "v";
+    s.reason = i % 2 ? "umami failed" : "no usable visitor key";
+    s.origin_seq = static_cast<uint64_t>(i);
+    s.msg_id = "ev-" + std::to_string(i);
+    msgs.push_back(dlqtest::DeadLetter(s));
+  }
+  dlqtest::PublishAll(*client, msgs);
+  auto r = Ctl(stack, "dlq list --queue web --summary --json");
+  INFO(r.out << r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(nlohmann::json::parse(r.out)["count"] == 300);
+  r = Ctl(stack, "dlq list --queue web --key site-h --json");
+  INFO(r.out << r.err);
+  REQUIRE(r.rc == 0);
+  auto doc = nlohmann::json::parse(r.out);
+  REQUIRE(doc["messages"].size() == 100);
+  for (size_t i = 0; i < 100; ++i) CHECK(doc["messages"][i]["seq"] == 3 * (i + 1));
+  r = Ctl(stack, "dlq replay --queue web --key site-h --reason umami");
+  INFO(r.out << r.err);
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("replayed: 50"));
+  r = Ctl(stack, "dlq purge --queue web --key site-g --from 100 --yes");
+  INFO(r.out << r.err);
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("erased: 134"));
+  CHECK(dlqtest::Count(*client, "WEB_DLQ") == 300 - 50 - 134);
 }

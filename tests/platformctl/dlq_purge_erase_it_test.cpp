@@ -69,7 +69,24 @@ TEST_CASE("dlq purge erases the stored bytes of the selection only", "[integrati
   auto doc = nlohmann::json::parse(r.out);
   CHECK(doc["erased"] == 20);
   CHECK(doc["failed"] == 0);
+  CHECK(doc["complete"] == true);
+  // One server, one replica: its block file is the only copy; no raft log.
+  CHECK(doc["erasure"]["raft"] == false);
+  CHECK(doc["erasure"]["replicas_ok"] == true);
+  CHECK(doc["erasure"]["erased_seqs"] == "1-20");
+  CHECK(doc["erasure"]["verify_command"] == "platformctl dlq verify --queue web --seqs 1-20");
   CHECK(SeqsOf(*client, "WEB_DLQ") == std::set<uint64_t>{21, 22, 23, 24, 25, 26});
+  r = Ctl(stack, "dlq verify --queue web --seqs 1-20");
+  INFO(r.out << r.err);
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("none of them is stored"));
+  r = Ctl(stack, "dlq verify --queue web --seqs 19-21 --json");
+  INFO(r.out << r.err);
+  CHECK(r.rc == 1);
+  auto v = nlohmann::json::parse(r.out);
+  CHECK(v["verified"] == false);
+  CHECK(v["replicas"][0]["stored_seqs"] == std::vector<int>{21});
+  CHECK(Ctl(stack, "dlq verify --queue web --seqs 3-1").rc == 2);
 
   // The control: a plain delete leaves the bytes in the block file.
   REQUIRE(js_DeleteMsg(client->js(), "WEB_DLQ", 26, nullptr, nullptr) == NATS_OK);
@@ -138,7 +155,7 @@ TEST_CASE("dlq erase removes exactly a site's, a visitor's or a tenant's DLQ mes
   auto r = Ctl(stack, "erase --site site-x --visitor v1");
   INFO(r.out << r.err);
   CHECK(r.rc == 1);
-  CHECK_THAT(r.out, Catch::Contains("erase site site-x, visitor v1: 4 messages securely erased"));
+  CHECK_THAT(r.out, Catch::Contains("erase site site-x, visitor v1: 4 messages of WEB_DLQ erased"));
   CHECK_THAT(r.out, Catch::Contains("not JSON, so its visitor is unknown"));
   CHECK_THAT(r.out, Catch::Contains("WEB_EVENTS"));
   CHECK(SeqsOf(*client, "WEB_DLQ") == std::set<uint64_t>{2, 4, 5, 7, 9});
@@ -153,18 +170,18 @@ TEST_CASE("dlq erase removes exactly a site's, a visitor's or a tenant's DLQ mes
   CHECK(SeqsOf(*client, "WEB_DLQ") == std::set<uint64_t>{2, 5, 9});
   r = Ctl(stack, "erase --site site-x");
   CHECK(r.rc == 0);
-  CHECK_THAT(r.out, Catch::Contains("3 messages securely erased"));
+  CHECK_THAT(r.out, Catch::Contains("3 messages of WEB_DLQ erased"));
   CHECK(dlqtest::Count(*client, "WEB_DLQ") == 0);
 
   // A tenant.
   r = Ctl(stack, "erase --tenant t1");
   INFO(r.out << r.err);
   CHECK(r.rc == 0);
-  CHECK_THAT(r.out, Catch::Contains("erase tenant t1: 3 messages securely erased from API_DLQ"));
+  CHECK_THAT(r.out, Catch::Contains("erase tenant t1: 3 messages of API_DLQ erased"));
   CHECK(SeqsOf(*client, "API_DLQ") == std::set<uint64_t>{4, 5});
   r = Ctl(stack, "erase --tenant nobody");
   CHECK(r.rc == 0);
-  CHECK_THAT(r.out, Catch::Contains("0 messages securely erased"));
+  CHECK_THAT(r.out, Catch::Contains("0 messages of API_DLQ erased"));
   CHECK(dlqtest::Count(*client, "API_DLQ") == 2);
   CHECK_THAT(dlqtest::AllOutput(), !Catch::Contains(dlqtest::kMarker));
 }

@@ -226,3 +226,82 @@ TEST_CASE("dlq replay stops at the last sequence of its start, paces, and stops 
   CHECK_THAT(tty, Catch::Contains("looked at"));
   CHECK_THAT(tty, Catch::Contains("replayed: 10"));
 }
+
+TEST_CASE("dlq replay keeps the original id of both dead-letter shapes side by side",
+          "[integration][dlq]") {
+  TestStack stack({"nats"});
+  dlqtest::Init(stack);
+  auto client = testsupport::ConnectNats(stack);
+  auto web = [](int i, const std::string& msg_id, bool legacy) {
+    Seed s = WebSeed("site-m", i);  // payload id "ev-<i>"
+    s.msg_id = msg_id;
+    s.legacy = legacy;
+    return s;
+  };
+  std::vector<Seed> seeds = {
+      web(101, "orig-101", false),  // 1: ours, Sa-Dlq-Msg-Id
+      web(102, "orig-102", true),   // 2: the previous system's: its Nats-Msg-Id is the origin's
+      web(103, "", false),          // 3: ours, the origin had no id: the event id
+      web(104, "", true),           // 4: previous shape without an id: the event id
+      web(105, "", false),          // 5: ours, no id anywhere (not JSON): skipped and kept
+      web(106, ".replay.WEB_DLQ.9", false),  // 6: an earlier version's id-less replay: event id
+      web(107, "orig-107", true),            // 7: previous shape again, after ours
+  };
+  seeds[4].raw_payload = std::string("not json ") + dlqtest::kMarker;
+  for (int i = 1; i <= 4; ++i) {
+    Seed s;
+    s.web = false;
+    s.key = "t1";
+    s.reason = "cannot decode";
+    s.origin_seq = static_cast<uint64_t>(200 + i);
+    s.legacy = i % 2 == 0;  // 2 and 4: the previous shape
+    s.msg_id = i <= 2 ? "batch-" + std::to_string(i) : (i == 3 ? "" : "batch-4");
+    seeds.push_back(s);  // api 1: ours; 2: previous; 3: ours without id (skipped); 4: previous
+  }
+  std::vector<core::OutMessage> msgs;
+  for (const auto& s : seeds) msgs.push_back(dlqtest::DeadLetter(s));
+  dlqtest::PublishAll(*client, msgs);
+  REQUIRE(dlqtest::Count(*client, "WEB_DLQ") == 7);
+  REQUIRE(dlqtest::Count(*client, "API_DLQ") == 4);
+
+  auto r = Ctl(stack, "dlq replay --queue web --all --json");
+  INFO(r.out << r.err);
+  CHECK(r.rc == 1);  // one skipped
+  auto doc = nlohmann::json::parse(r.out);
+  CHECK(doc["replayed"] == 6);
+  CHECK(doc["skipped"] == 1);
+  REQUIRE(doc["skipped_reasons"].size() == 1);
+  CHECK(doc["skipped_reasons"][0]["seqs"] == std::vector<int>{5});
+  CHECK_THAT(doc["skipped_reasons"][0]["why"].get<std::string>(),
+             Catch::Contains("no original message id"));
+  std::map<std::string, std::string> ids;  // replay header -> message id
+  for (const auto& h : dlqtest::ReadAll(*client, "WEB_EVENTS")) ids[h.replay_header] = h.msg_id;
+  CHECK(ids == std::map<std::string, std::string>{
+                   {"WEB_DLQ.1", "orig-101.replay.WEB_DLQ.1"},
+                   {"WEB_DLQ.2", "orig-102.replay.WEB_DLQ.2"},
+                   {"WEB_DLQ.3", "ev-103.replay.WEB_DLQ.3"},
+                   {"WEB_DLQ.4", "ev-104.replay.WEB_DLQ.4"},
+                   {"WEB_DLQ.6", "ev-106.replay.WEB_DLQ.6"},
+                   {"WEB_DLQ.7", "orig-107.replay.WEB_DLQ.7"},
+               });
+  auto left = dlqtest::ReadAll(*client, "WEB_DLQ");
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].seq == 5);
+
+  r = Ctl(stack, "dlq replay --queue api --all --json");
+  INFO(r.out << r.err);
+  CHECK(r.rc == 1);
+  doc = nlohmann::json::parse(r.out);
+  CHECK(doc["replayed"] == 3);
+  CHECK(doc["skipped"] == 1);
+  CHECK(doc["skipped_reasons"][0]["seqs"] == std::vector<int>{3});
+  CHECK_THAT(doc["skipped_reasons"][0]["why"].get<std::string>(),
+             Catch::Contains("no original batch id"));
+  std::vector<std::string> api_ids;
+  for (const auto& h : dlqtest::ReadAll(*client, "API_METRICS")) api_ids.push_back(h.msg_id);
+  CHECK(api_ids == std::vector<std::string>{"batch-1.replay.API_DLQ.1", "batch-2.replay.API_DLQ.2",
+                                            "batch-4.replay.API_DLQ.4"});
+  for (const auto& id : api_ids) CHECK(id.rfind(".replay.", 0) != 0);
+  for (const auto& [h, id] : ids) CHECK(id.rfind(".replay.", 0) != 0);
+  CHECK_THAT(dlqtest::AllOutput(), !Catch::Contains(dlqtest::kMarker));
+}

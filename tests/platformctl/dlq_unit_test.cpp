@@ -211,7 +211,6 @@ TEST_CASE("dlq unit: a replay keeps payload and origin headers and takes the new
         core::Headers{{"Content-Type", "application/json"}, {"Sa-Dlq-Replay", "WEB_DLQ.42"}});
   CHECK(ReplayMsgId("b-1.replay.API_DLQ.5", "API_DLQ", 9) ==
         "b-1.replay.API_DLQ.5.replay.API_DLQ.9");
-  CHECK(ReplayMsgId("", "API_DLQ", 9) == ".replay.API_DLQ.9");
 
   // What a message that went through the DLQ twice carries (dead_letter::Build of a replay).
   core::dead_letter::Origin twice;
@@ -226,6 +225,66 @@ TEST_CASE("dlq unit: a replay keeps payload and origin headers and takes the new
   REQUIRE(again.publish);
   CHECK(again.out.msg_id == "b-1.replay.API_DLQ.5.replay.API_DLQ.9");
   CHECK(again.out.headers == core::Headers{{"Sa-Dlq-Replay", "API_DLQ.9"}});
+}
+
+TEST_CASE("dlq unit: the original id comes from Sa-Dlq-Msg-Id, a foreign Nats-Msg-Id, the event",
+          "[dlq]") {
+  auto web = InfoFor(Queue::kWeb);
+  auto api = InfoFor(Queue::kApi);
+  const std::string event = R"({"id":"ev-payload","website":"s","visitor":"v"})";
+  // Ours: Sa-Dlq-Msg-Id wins over everything.
+  CHECK(OriginalMsgId(web, DlqHeaders(), event) == "ev-7");
+  // The previous system's shape: the four headers, its own Nats-Msg-Id being the origin's.
+  core::Headers legacy = {{"Nats-Msg-Id", "ev-legacy"},
+                          {"Sa-Dlq-Reason", "r"},
+                          {"Sa-Dlq-Subject", "web.events.s"},
+                          {"Sa-Dlq-Stream", "WEB_EVENTS"},
+                          {"Sa-Dlq-Stream-Seq", "3"}};
+  CHECK(OriginalMsgId(web, legacy, event) == "ev-legacy");
+  CHECK(OriginalMsgId(api, legacy, "x") == "ev-legacy");
+  // Our own dead-lettering id is not the original's: the event id is.
+  core::Headers ours_no_orig = {{"Nats-Msg-Id", "dlq.WEB_EVENTS.7"}, {"Sa-Dlq-Stream", "x"}};
+  CHECK(OriginalMsgId(web, ours_no_orig, event) == "ev-payload");
+  CHECK_FALSE(OriginalMsgId(api, ours_no_orig, event));  // a batch has no id in its body
+  // An earlier version replayed id-less messages as ".replay.<dlq>.<seq>": never built on.
+  core::Headers replayed_bare = {{"Sa-Dlq-Msg-Id", ".replay.WEB_DLQ.3"},
+                                 {"Nats-Msg-Id", "dlq.WEB_EVENTS.9"}};
+  CHECK(OriginalMsgId(web, replayed_bare, event) == "ev-payload");
+  CHECK_FALSE(OriginalMsgId(web, replayed_bare, R"({"id":".replay.WEB_DLQ.1.replay.X.2"})"));
+  CHECK_FALSE(OriginalMsgId(api, replayed_bare, ""));
+  // A chain of replays of a real id is kept (the services strip every suffix).
+  CHECK(OriginalMsgId(api, {{"Sa-Dlq-Msg-Id", "b-1.replay.API_DLQ.5"}}, "") ==
+        "b-1.replay.API_DLQ.5");
+  // Values that could not go into a header, or are not ids, pass to the next source.
+  CHECK(OriginalMsgId(web, {{"Sa-Dlq-Msg-Id", "a b"}}, event) == "ev-payload");
+  CHECK(OriginalMsgId(web, {{"Sa-Dlq-Msg-Id", "a\r\nX: y"}}, event) == "ev-payload");
+  CHECK(OriginalMsgId(web, {{"Sa-Dlq-Msg-Id", std::string(257, 'a')}}, event) == "ev-payload");
+  CHECK(OriginalMsgId(web, {{"Sa-Dlq-Msg-Id", std::string(256, 'a')}}, event) ==
+        std::string(256, 'a'));
+  CHECK_FALSE(OriginalMsgId(web, {}, R"({"id":17})"));
+  CHECK_FALSE(OriginalMsgId(web, {}, R"({"id":""})"));
+  CHECK_FALSE(OriginalMsgId(web, {}, "not json"));
+  CHECK_FALSE(OriginalMsgId(web, {}, R"(["id"])"));
+
+  CHECK(core::dead_letter::IsDlqMsgId("dlq.WEB_EVENTS.7"));
+  CHECK(core::dead_letter::IsDlqMsgId(core::dead_letter::DlqMsgId("API_METRICS", 123456)));
+  CHECK_FALSE(core::dead_letter::IsDlqMsgId("dlq.WEB_EVENTS."));
+  CHECK_FALSE(core::dead_letter::IsDlqMsgId("dlq..7"));
+  CHECK_FALSE(core::dead_letter::IsDlqMsgId("dlq.WEB_EVENTS.7x"));
+  CHECK_FALSE(core::dead_letter::IsDlqMsgId("ev-7"));
+  CHECK_FALSE(core::dead_letter::IsDlqMsgId("3f6a1c2e-0000-4000-8000-000000000000"));
+
+  // A replay of a message without any id is skipped with a reason, never published.
+  OriginStream origin{"WEB_EVENTS", {"web.events.*"}};
+  core::Headers no_id = {{"Sa-Dlq-Subject", "web.events.s"},
+                         {"Sa-Dlq-Stream", "WEB_EVENTS"},
+                         {"Nats-Msg-Id", "dlq.WEB_EVENTS.4"}};
+  auto skipped = PlanReplay(web, 11, no_id, "{}", origin);
+  CHECK_FALSE(skipped.publish);
+  CHECK_THAT(skipped.skip_why, Catch::Contains("no original message id"));
+  auto from_event = PlanReplay(web, 11, no_id, event, origin);
+  REQUIRE(from_event.publish);
+  CHECK(from_event.out.msg_id == "ev-payload.replay.WEB_DLQ.11");
 }
 
 TEST_CASE("dlq unit: a replay is skipped when the origin is unknown or foreign", "[dlq]") {

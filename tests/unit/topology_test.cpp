@@ -1,5 +1,7 @@
 #include "common/topology.h"
 
+#include "common/dead_letter.h"
+
 #include <catch2/catch.hpp>
 
 using namespace core::topology;
@@ -87,4 +89,35 @@ TEST_CASE("plan: retention, storage or foreign subjects conflict", "[topology]")
   have = want;
   have.subjects = {};
   CHECK(PlanStream(want, have).action == A::kUpdate);
+}
+
+TEST_CASE("the work-queue streams leave the DLQ headers room below the max payload", "[topology]") {
+  const int64_t max_payload = 8 * 1024 * 1024;
+  auto all = Desired(core::TopologyConfig{}, max_payload);
+  const int64_t want = max_payload - core::dead_letter::kHeaderRoom;
+  CHECK(WorkQueueMaxMsgSize(max_payload) == want);
+  CHECK(Find(all, "WEB_EVENTS").max_msg_size == want);
+  CHECK(Find(all, "API_METRICS").max_msg_size == want);
+  CHECK(Find(all, "WEB_DLQ").max_msg_size == -1);
+  CHECK(Find(all, "API_DLQ").max_msg_size == -1);
+  CHECK(Find(all, "KV_locks").max_msg_size == -1);
+  // Without a max payload nothing is limited (and the room must exist to be left).
+  CHECK(Find(Desired(core::TopologyConfig{}), "WEB_EVENTS").max_msg_size == -1);
+  CHECK(WorkQueueMaxMsgSize(core::dead_letter::kHeaderRoom) == 0);
+  CHECK(WorkQueueMaxMsgSize(0) == 0);
+
+  auto web = Find(all, "WEB_EVENTS");
+  auto have = web;
+  have.max_msg_size = -1;
+  auto plan = PlanStream(web, have);
+  CHECK(plan.action == A::kUpdate);
+  REQUIRE(plan.changes.size() == 1);
+  CHECK(plan.changes[0] == "max message size unlimited -> " + std::to_string(want));
+  CHECK(PlanStream(web, web).action == A::kUnchanged);
+  // A DLQ someone limited is brought back to unlimited: its copies need the whole max payload.
+  auto dlq = Find(all, "WEB_DLQ");
+  have = dlq;
+  have.max_msg_size = 1024;
+  CHECK(PlanStream(dlq, have).changes ==
+        std::vector<std::string>{"max message size 1024 -> unlimited"});
 }

@@ -1,0 +1,44 @@
+// Message gets of JetStream made by hand, pipelined and retried: the part of the DLQ adapter
+// (nats_dlq.h) that StreamBrowser, EraseAll and GetAll share. Internal to common/nats_dlq*.cpp.
+//
+// Adapter over nats.c; any thread may call these while the NatsClient lives.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/nats_dlq.h"
+
+namespace core::nats_dlq::detail {
+
+// Requests in flight at once at most.
+inline constexpr size_t kMaxWindow = 256;
+
+// Requests to one subject sent together on one reply subscription; those that got no answer
+// (or "no responders", or a retryable error answer) are sent again within the cluster
+// patience. Answer i: its body (which may be an error answer that is not retryable). tries
+// (optional) counts the sends of each.
+Result<std::vector<std::string>> RequestAllRetrying(NatsClient& client, const std::string& subject,
+                                                    const std::vector<std::string>& bodies,
+                                                    Millis timeout, const std::string& what,
+                                                    std::vector<int>* tries = nullptr);
+
+// The body of a $JS.API.STREAM.MSG.GET request: by sequence, or the first match at or after it.
+std::string GetBody(uint64_t seq, const std::string& next_by_subject);
+
+// A stored message from a message get's answer; nullopt for "no message found".
+Result<std::optional<StoredMessage>> ParseGet(const std::string& answer, const std::string& what,
+                                              bool keep_data);
+
+// The first message matching `filter` at or after `seq`, from the leader.
+Result<std::optional<StoredMessage>> GetNext(NatsClient& client, const std::string& stream,
+                                             uint64_t seq, const std::string& filter);
+
+// The first sequence from which a walk starting at spec.start_time_ns may begin: never past the
+// first matching message stored at or after that time (a binary search over message gets).
+Result<uint64_t> FirstSeqAtOrAfter(NatsClient& client, const BrowseSpec& spec, uint64_t lo,
+                                   uint64_t last);
+
+}  // namespace core::nats_dlq::detail

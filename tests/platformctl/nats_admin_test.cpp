@@ -1,0 +1,154 @@
+// The pure parts of the JetStream adapters platformctl relies on during an incident: how long
+// a request is retried, the answers of nats-server 2.9 with a node down (a consumer list with
+// offline entries and "missing" names, stream replicas), stored-message decoding.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+
+#include "common/nats_admin.h"
+#include "common/nats_dlq.h"
+
+using core::nats_admin::Patience;
+using std::chrono::milliseconds;
+
+TEST_CASE("patience: growing delays, renewed by progress, never past its limit", "[dlq]") {
+  auto t = Patience::Clock::time_point{};
+  Patience p(milliseconds(3000), [&] { return t; });
+  std::vector<int64_t> delays;
+  while (auto d = p.NextDelay()) {
+    delays.push_back(d->count());
+    t += *d;
+  }
+  CHECK(delays == std::vector<int64_t>{100, 200, 400, 800, 1000, 500});
+  CHECK(p.waited() == milliseconds(3000));
+  p.Progress();
+  CHECK(p.waited() == milliseconds(0));
+  REQUIRE(p.NextDelay());
+  CHECK(p.NextDelay()->count() == 200);  // the second try of the new wait
+  t += milliseconds(5000);
+  CHECK_FALSE(p.NextDelay());
+}
+
+TEST_CASE("JetStream answers: errors by kind, times", "[dlq]") {
+  using core::ErrorKind;
+  using core::nats_admin::ApiError;
+  CHECK_FALSE(ApiError(R"({"type":"x","success":true})", "w"));
+  CHECK_FALSE(ApiError("not json", "w"));
+  auto na = ApiError(
+      R"({"error":{"code":503,"err_code":10008,"description":"JetStream system temporarily unavailable"}})",
+      "read WEB_DLQ");
+  REQUIRE(na);
+  CHECK(na->kind == ErrorKind::kRetryable);
+  CHECK(na->message ==
+        "read WEB_DLQ: JetStream system temporarily unavailable (JetStream error 10008)");
+  auto nf =
+      ApiError(R"({"error":{"code":404,"err_code":10037,"description":"no message found"}})", "w");
+  REQUIRE(nf);
+  CHECK(nf->kind == ErrorKind::kNotFound);
+  auto perm =
+      ApiError(R"({"error":{"code":503,"err_code":10075,"description":"peer remap failed"}})", "w");
+  REQUIRE(perm);
+  CHECK(perm->kind == ErrorKind::kPermanent);
+
+  using core::nats_admin::ParseJsTime;
+  CHECK(ParseJsTime("1970-01-01T00:00:01Z") == 1'000'000'000);
+  CHECK(ParseJsTime("2026-12-01T09:55:08.175123456Z") == 1796118908175123456);
+  CHECK(ParseJsTime("2026-12-01T10:55:08.175123456+01:00") == 1796118908175123456);
+  CHECK(ParseJsTime("0001-01-01T00:00:00Z") == 0);
+  CHECK_FALSE(ParseJsTime("2026-12-01 09:55:08Z"));
+  CHECK_FALSE(ParseJsTime("2026-12-01T09:55:08"));
+  CHECK_FALSE(ParseJsTime(""));
+}
+
+TEST_CASE("consumer list: a node down gives offline entries, never a failure", "[dlq]") {
+  // nats-server 2.9.10 with the node holding an ephemeral consumer killed: an entry made up
+  // from its assignment (no name, offline replicas), a live durable, and a name that did not
+  // answer within the server's 4 s (a node paused with SIGSTOP).
+  const char* answer = R"({"type":"io.nats.jetstream.api.v1.consumer_list_response","total":3,
+    "offset":0,"limit":256,"consumers":[
+      {"config":{"deliver_policy":"by_start_sequence","ack_policy":"none"},
+       "created":"2026-12-01T09:55:20Z",
+       "cluster":{"name":"c","replicas":[{"name":"nats-2","current":false,"offline":true,"active":0}]}},
+      {"stream_name":"WEB_EVENTS","name":"replayer","created":"2026-12-01T09:00:00Z",
+       "config":{"durable_name":"replayer","max_ack_pending":900},
+       "delivered":{"consumer_seq":120,"stream_seq":130,"last_active":"2026-12-01T09:59:00Z"},
+       "ack_floor":{"consumer_seq":100,"stream_seq":110,"last_active":"2026-12-01T09:58:59.5Z"},
+       "num_ack_pending":20,"num_redelivered":2,"num_waiting":1,"num_pending":7,
+       "cluster":{"name":"c","leader":"nats-1","replicas":[{"name":"nats-2","current":true,"active":1}]}}],
+    "missing":["EDKM4V25","PAUSED99"]})";
+  auto page = core::nats_admin::ParseConsumerList(answer);
+  REQUIRE(page.ok());
+  REQUIRE(page->consumers.size() == 3);
+  const auto& dead = page->consumers[0];
+  CHECK(dead.name == "EDKM4V25");
+  CHECK(dead.offline);
+  const auto& r = page->consumers[1];
+  CHECK(r.name == "replayer");
+  CHECK_FALSE(r.offline);
+  CHECK(r.pending == 7);
+  CHECK(r.unacked == 20);
+  CHECK(r.redelivered == 2);
+  CHECK(r.delivered_seq == 120);
+  CHECK(r.ack_floor_seq == 100);
+  CHECK(r.max_ack_pending == 900);
+  CHECK(r.waiting_pulls == 1);
+  CHECK(r.last_acked_ns == *core::nats_admin::ParseJsTime("2026-12-01T09:58:59.5Z"));
+  CHECK(page->consumers[2].name == "PAUSED99");
+  CHECK(page->consumers[2].offline);
+  CHECK(page->total == 3);
+  CHECK(page->limit == 256);
+  CHECK_FALSE(core::nats_admin::ParseConsumerList("[1]").ok());
+  auto empty = core::nats_admin::ParseConsumerList(R"({"total":0,"consumers":[]})");
+  REQUIRE(empty.ok());
+  CHECK(empty->consumers.empty());
+}
+
+TEST_CASE("replicas: the leader's view of each, and whether all are current", "[dlq]") {
+  auto rs = core::nats_admin::ParseReplicas(R"({"config":{"name":"WEB_DLQ","num_replicas":3},
+    "state":{"messages":6,"first_seq":21,"last_seq":26,"num_deleted":0},
+    "cluster":{"name":"c","leader":"nats-3","replicas":[
+      {"name":"nats-1","current":true,"active":51000000,"lag":0},
+      {"name":"nats-2","current":false,"offline":true,"active":12000000000,"lag":40}]}})");
+  REQUIRE(rs.ok());
+  CHECK(rs->raft);
+  CHECK(rs->configured == 3);
+  CHECK(rs->Leader() == "nats-3");
+  REQUIRE(rs->peers.size() == 3);
+  CHECK(rs->peers[2].name == "nats-2");
+  CHECK(rs->peers[2].offline);
+  CHECK(rs->peers[2].lag == 40);
+  CHECK(rs->peers[2].active_seconds_ago == Approx(12.0));
+  CHECK_FALSE(rs->AllCurrent());
+  CHECK(rs->messages == 6);
+  auto all = core::nats_admin::ParseReplicas(R"({"config":{"num_replicas":3},"state":{},
+    "cluster":{"leader":"nats-1","replicas":[{"name":"nats-2","current":true},
+      {"name":"nats-3","current":true}]}})");
+  REQUIRE(all.ok());
+  CHECK(all->AllCurrent());
+  // A peer removed and not replaced: fewer peers than configured is not "all current".
+  auto two = core::nats_admin::ParseReplicas(R"({"config":{"num_replicas":3},"state":{},
+    "cluster":{"leader":"nats-1","replicas":[{"name":"nats-2","current":true}]}})");
+  REQUIRE(two.ok());
+  CHECK_FALSE(two->AllCurrent());
+  // One replica (a single server, or R1 in a cluster): no raft group.
+  auto one = core::nats_admin::ParseReplicas(
+      R"({"config":{"num_replicas":1},"state":{"messages":1},"cluster":{"leader":"n"}})");
+  REQUIRE(one.ok());
+  CHECK_FALSE(one->raft);
+  CHECK(one->AllCurrent());
+}
+
+TEST_CASE("stored messages: header blocks and base64 as JetStream returns them", "[dlq]") {
+  using core::nats_dlq::DecodeBase64;
+  using core::nats_dlq::ParseHeaderBlock;
+  CHECK(ParseHeaderBlock("NATS/1.0\r\nSa-Dlq-Reason: a: b\r\nX:y\r\nX: z\r\n\r\n") ==
+        core::Headers{{"Sa-Dlq-Reason", "a: b"}, {"X", "y"}, {"X", "z"}});
+  CHECK(ParseHeaderBlock("NATS/1.0\r\n\r\n").empty());
+  CHECK(ParseHeaderBlock("").empty());
+  CHECK(DecodeBase64("TkFUUy8xLjANCg0K") == std::string("NATS/1.0\r\n\r\n"));
+  CHECK(DecodeBase64("YQ==") == std::string("a"));
+  CHECK(DecodeBase64("YWI=") == std::string("ab"));
+  CHECK(DecodeBase64("") == std::string());
+  CHECK_FALSE(DecodeBase64("Y*=="));
+  CHECK_FALSE(DecodeBase64("Y"));
+}
