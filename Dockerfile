@@ -26,6 +26,9 @@ COPY scripts/install-deps scripts/install-deps
 RUN --mount=type=cache,id=core-workers-apt-build,target=/var/cache/apt/archives,sharing=locked \
     scripts/install-deps --build-only && rm -rf /var/lib/apt/lists/*
 COPY . .
+# The context has no .git: `docker build --build-arg CORE_VERSION=$(git describe --always --dirty)`
+# gives the binaries their --version (common/version.cmake reads it at build time).
+ARG CORE_VERSION=
 ENV CCACHE_DIR=/ccache CCACHE_BASEDIR=/src CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=2G \
     CMAKE_CXX_COMPILER_LAUNCHER=ccache
 RUN --mount=type=cache,id=core-workers-ccache,target=/ccache \
@@ -45,8 +48,8 @@ RUN --mount=type=cache,id=core-workers-apt-runtime,target=/var/cache/apt/archive
     apt-get update \
  && apt-get install -y --no-install-recommends \
       ca-certificates curl \
-      libnats3.4 libpq5 libcurl4 libsimdjson14 libspdlog1.10 libfmt9 libcpp-httplib0.11 \
-      libprotobuf32 \
+      libnats3.4 libpq5 libcurl4 libsimdjson14 libspdlog1.10 libfmt9 \
+      libprometheus-cpp-core1.0 libcivetweb1 libprotobuf32 \
  && rm -rf /etc/apt/apt.conf.d/keep-cache /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 core \
  && useradd --system --uid 10001 --gid core --home-dir /nonexistent --no-create-home \
