@@ -16,7 +16,8 @@
 #     restart policy does not restart) while 2,000 events and 200 batches are published; a leader
 #     again within the lease TTL (+1 s: a follower's poll), the restart policy brings the killed
 #     ones back, every message stored, duplicate web events within the bound the README gives
-#     (sends in flight: REPLAYER_WORKERS), no batch stored twice;
+#     (the sends under way: REPLAYER_WORKERS, and REPLAYER_SENDS_PER_PROCESS per Umami process),
+#     no batch stored twice;
 #  5. the NATS node leading WEB_EVENTS killed while events flow: nothing lost;
 #  6. both core projects and all NATS nodes `docker-compose down`, messages published meanwhile,
 #     everything `up` again: the services come back and nothing is lost.
@@ -34,7 +35,6 @@ export CORE_IMAGE=localhost/core-workers:container-test
 export NATS_IMAGE=localhost/core-workers-test-nats:2.9
 export UMAMI_IMAGE=localhost/core-workers-test-umami:2.10
 LOCK_TTL_S=15         # platformctl init's default LOCK_TTL (the inventory keeps it)
-DUPLICATE_BOUND=128   # REPLAYER_WORKERS of the rendered replayer.env: sends under way at once
 started=$SECONDS
 
 # shellcheck source=lib.sh
@@ -57,6 +57,7 @@ projects=()
 load_pids=()
 cleanup() {
   local rc=$? p
+  set +e  # every step of the clean-up runs, whatever one of them answers
   for p in "${load_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   if [[ "${KEEP_TEST_STACK:-0}" == 1 ]]; then
     log "kept running: eval \"\$($src/scripts/container-runtime env $work/runtime)\"; projects in $work/render"

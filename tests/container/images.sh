@@ -13,7 +13,8 @@
 # - $UMAMI_IMAGE: Umami 2.10 from $UMAMI_HOME (umami.Dockerfile), rebuilt only when the Umami
 #   build, the node binary, the base image or the Dockerfile changed (label
 #   core-workers.umami-key).
-# Environment: PODMAN (default podman), CONTAINER_TEST_SOURCE_DIR (the repository), UMAMI_HOME,
+# Environment: PODMAN (default podman, with scripts/container-runtime's configuration unless
+# CONTAINERS_CONF names one), CONTAINER_TEST_SOURCE_DIR (the repository), UMAMI_HOME,
 # IMAGE_TIMES (a file the build times are appended to, "name seconds").
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -23,6 +24,10 @@ src="${CONTAINER_TEST_SOURCE_DIR:-$(cd "$here/../.." && pwd)}"
 : "${NATS_IMAGE:=localhost/core-workers-test-nats:2.9}"
 : "${UMAMI_IMAGE:=localhost/core-workers-test-umami:2.10}"
 read -r -a podman <<<"${PODMAN:-podman}"
+# podman's configuration for this machine (runc, cgroupfs, ...), unless the caller has one.
+if [[ -z "${CONTAINERS_CONF:-}" && "${podman[0]}" == podman ]]; then
+  eval "$("$src/scripts/container-runtime" env "${TMPDIR:-/tmp}/core-workers-podman")"
+fi
 times=${IMAGE_TIMES:-/dev/null}
 
 say() { printf '[images %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
@@ -42,7 +47,11 @@ timed() { # timed NAME CMD...: runs CMD, logs and records how long it took
 
 base() { PODMAN="${podman[*]}" "$src/scripts/container-base-image"; }
 
-core() { "${podman[@]}" build --layers -t "$CORE_IMAGE" -f "$src/Dockerfile" "$src"; }
+# The context has no .git: the version the binaries print comes in as a build argument.
+core() {
+  "${podman[@]}" build --layers -t "$CORE_IMAGE" -f "$src/Dockerfile" \
+    --build-arg "CORE_VERSION=$(git -C "$src" describe --always --dirty 2>/dev/null || echo unknown)" "$src"
+}
 
 nats() { "${podman[@]}" build --layers -t "$NATS_IMAGE" -f "$here/nats.Dockerfile" "$here"; }
 

@@ -14,8 +14,10 @@ metrics_url() { # metrics_url SERVICE NODE
   esac
   echo "http://127.0.0.1:$(nth "$ports" "$2")/metrics"
 }
-# platformctl ARGS...: the operator's tool as the deployment runs it, on core-1.
+# platformctl ARGS...: the operator's tool as the deployment runs it, on core-1; provision
+# ARGS...: the same binary as the provisioning user (init, migrate), as the core role runs it.
 platformctl() { dc "$(core_dir 1)" run --rm -T platformctl "$@" 2>>"$work/platformctl.stderr"; }
+provision() { dc "$(core_dir 1)" run --rm -T provision "$@" 2>>"$work/platformctl.stderr"; }
 
 # leader_of SERVICE: the core node (1, 2) whose instance says it leads; empty unless exactly one.
 leader_of() {
@@ -78,11 +80,15 @@ start_nats() {
 start_core() {
   local i out
   projects+=("$(core_dir 1)" "$(core_dir 2)")
-  if out=$(platformctl init); then
-    pass "docker-compose run --rm platformctl init: $(tr '\n' ' ' <<<"$out" | cut -c1-200)"
-  else
-    printf '%s\n' "$out"; tail -20 "$work/platformctl.stderr"; die "platformctl init failed"
-  fi
+  # What the core role does on the first core node (core_run_init): init, then migrate.
+  local cmd
+  for cmd in init migrate; do
+    if out=$(provision "$cmd"); then
+      pass "docker-compose run --rm provision $cmd: $(tr '\n' ' ' <<<"$out" | cut -c1-200)"
+    else
+      printf '%s\n' "$out"; tail -20 "$work/platformctl.stderr"; die "platformctl $cmd failed"
+    fi
+  done
   # Both nodes at once: `up` waits for the Umami processes' healthchecks (depends_on).
   for i in 1 2; do
     dc "$(core_dir $i)" up -d >>"$work/compose-core-$i.log" 2>&1 &
@@ -95,6 +101,12 @@ start_core() {
   for i in 1 2; do
     wait_until 180 "core-$i: every service healthy" all_healthy "cwtest-core-$i" || die "core-$i did not come up"
   done
+  local c restarted=""
+  for c in $(podman ps -a -q --filter label=com.docker.compose.project=cwtest-core-1) \
+    $(podman ps -a -q --filter label=com.docker.compose.project=cwtest-core-2); do
+    [[ "$(restarts_of "$c")" == 0 ]] || restarted+=" $(podman inspect --format '{{.Name}}' "$c")"
+  done
+  expect "no core container restarted while starting${restarted:+ (restarted:$restarted)}" test -z "$restarted"
   wait_until 60 "one replayer leads" one_leader replayer || die "no replayer leads"
   wait_until 60 "one metricswriter leads" one_leader metricswriter || die "no metricswriter leads"
   pass "2 core nodes up: $(podman ps -q --filter label=com.docker.compose.project=cwtest-core-1 | wc -l)+$(podman ps -q --filter label=com.docker.compose.project=cwtest-core-2 | wc -l) containers healthy; replayer leads on core-$(leader_of replayer), metricswriter on core-$(leader_of metricswriter)"
@@ -104,8 +116,8 @@ start_core() {
 # goes to $work/load-PREFIX.json. Run in the background by the phases that kill something.
 load() {
   local urls="" i
-  for i in 1 2 3; do urls+="${urls:+,}nats://127.0.0.1:$(nth "$NATS_PORTS" $i)"; done
-  NATS_URL=$urls NATS_USER=edge NATS_PASSWORD=$NATS_PW_EDGE LOG_LEVEL=warn \
+  for i in 1 2 3; do urls+="${urls:+,}tls://127.0.0.1:$(nth "$NATS_PORTS" $i)"; done
+  NATS_URL=$urls NATS_CA="$work/tls/ca.pem" NATS_USER=edge NATS_PASSWORD=$NATS_PW_EDGE LOG_LEVEL=warn \
     "$build/tests/container/container_load" --prefix "$1" --site "$SITE" --events "$2" \
     --batches "$3" --seconds "$4" >"$work/load-$1.json" 2>"$work/load-$1.log"
 }
@@ -162,6 +174,18 @@ phase_steady() {
   load a 2000 200 20 || fail "phase a: a publish was not acked ($(tail -3 "$work/load-a.log"))"
   check_stored a 2000 200 300 0
   agreement
+}
+
+# duplicate_bound: how many web events a crash may store twice (README, "When two may act at
+# once", and the duplicate guard): the sends under way at that moment, each one Umami may have
+# stored before the guard record; at most REPLAYER_WORKERS, and REPLAYER_SENDS_PER_PROCESS per
+# Umami process of UMAMI_URLS (from the rendered replayer.env).
+duplicate_bound() {
+  local env="$(core_dir 1)/env/replayer.env" workers per urls
+  workers=$(sed -n 's/^REPLAYER_WORKERS=//p' "$env")
+  per=$(sed -n 's/^REPLAYER_SENDS_PER_PROCESS=//p' "$env")
+  urls=$(sed -n 's/^UMAMI_URLS=//p' "$env" | tr ',' '\n' | grep -c .)
+  echo $((workers < per * urls ? workers : per * urls))
 }
 
 # crash CONTAINER...: SIGKILL to the service's process in each container, from the host, as a
@@ -230,10 +254,11 @@ phase_failover() {
     wait_until 90 "restarted container $(podman inspect --format '{{.Name}}' "$c") healthy" \
       bash -c "[[ \$(podman inspect --format '{{.State.Health.Status}}' $c) == healthy ]]"
   done
+  pass "both killed containers restarted by their restart policy and healthy again, $((($(date +%s%3N) - t_kill) / 1000)) s after the kill"
   expect "one replayer leads after the restart" one_leader replayer
   expect "one metricswriter leads after the restart" one_leader metricswriter
   wait "$load_pid" || fail "phase b: a publish was not acked ($(tail -3 "$work/load-b.log"))"
-  check_stored b 2000 200 300 "$DUPLICATE_BOUND"
+  check_stored b 2000 200 300 "$(duplicate_bound)"
 }
 
 phase_nats_kill() {
@@ -251,9 +276,10 @@ phase_nats_kill() {
   wait_until 120 "nats-$node restarted by its restart policy" \
     bash -c "[[ \$(podman inspect --format '{{.RestartCount}}' $c) -gt $r0 ]]"
   wait_until 120 "nats-$node ready again" nats_ready "$node"
+  pass "nats-$node restarted by its restart policy and ready again, $((($(date +%s%3N) - crashed_at) / 1000)) s after the kill"
   wait "$load_pid" || fail "phase c: a publish was not acked ($(tail -3 "$work/load-c.log"))"
   log "phase c publisher: $(cat "$work/load-c.json")"
-  check_stored c 1000 100 300 "$DUPLICATE_BOUND"
+  check_stored c 1000 100 300 "$(duplicate_bound)"
 }
 
 phase_down_up() {

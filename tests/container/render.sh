@@ -21,7 +21,8 @@ choose_ports() {
     echo "HOST_IP=$(host_address)"
     local name
     for name in PG_UMAMI_PASSWORD PG_METRICS_PASSWORD NATS_PW_REPLAYER NATS_PW_METRICSWRITER \
-      NATS_PW_PLATFORMCTL NATS_PW_EXPORTER NATS_PW_ROUTE NATS_PW_EDGE UMAMI_SECRET; do
+      NATS_PW_PROVISIONER NATS_PW_PLATFORMCTL NATS_PW_EXPORTER NATS_PW_ROUTE NATS_PW_EDGE \
+      UMAMI_SECRET; do
       echo "$name=$(openssl rand -hex 16)"
     done
     echo "SITE=$(python3 -c 'import uuid; print(uuid.uuid4())')"
@@ -73,9 +74,14 @@ all:
     core_metrics_bind_address: 127.0.0.1
     core_umami_processes: 2
     core_exporter_interval: 2s
+    # TLS as in production (nats_tls_enabled defaults to true), from the test's CA (make_tls).
+    nats_tls_ca_src: "$work/tls/ca.pem"
+    nats_tls_cert_src: "$work/tls/{{ inventory_hostname }}.pem"
+    nats_tls_key_src: "$work/tls/{{ inventory_hostname }}-key.pem"
     nats_passwords:
       replayer: $NATS_PW_REPLAYER
       metricswriter: $NATS_PW_METRICSWRITER
+      provisioner: $NATS_PW_PROVISIONER
       platformctl: $NATS_PW_PLATFORMCTL
       exporter: $NATS_PW_EXPORTER
     nats_cluster_password: $NATS_PW_ROUTE
@@ -94,7 +100,33 @@ $core_hosts
 EOF
 }
 
+# make_tls: the operator's CA made with openssl, and a certificate per NATS node (its SANs: the
+# address the services and the other nodes dial, and the loopback the test's publisher uses;
+# serverAuth and clientAuth, since a node presents it to the others on the routes).
+make_tls() {
+  local d="$work/tls" name
+  mkdir -p "$d"
+  (
+    cd "$d"
+    ossl() { openssl "$@" 2>>openssl.log; }
+    ossl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -days 2 \
+      -subj "/CN=container test CA" -keyout ca-key.pem -out ca.pem \
+      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+    for name in nats-1 nats-2 nats-3; do
+      ossl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -subj "/CN=$name" \
+        -keyout "$name-key.pem" -out "$name.csr"
+      printf 'subjectAltName=IP:%s,IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' \
+        "$HOST_IP" >"$name.ext"
+      ossl x509 -req -in "$name.csr" -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 2 \
+        -extfile "$name.ext" -out "$name.pem"
+      chmod 600 "$name-key.pem"
+      openssl verify -CAfile ca.pem "$name.pem" >/dev/null 2>>openssl.log || exit 1
+    done
+  ) || die "openssl could not make the test CA and certificates ($d/openssl.log)"
+}
+
 render_roles() {
+  make_tls
   R="$work/render"
   write_inventory
   log "rendering the roles (ansible-playbook site.yml, connection local) into $R"
