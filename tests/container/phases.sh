@@ -33,14 +33,18 @@ leader_of() {
 one_leader() { [[ -n "$(leader_of "$1")" ]]; }
 
 jsz() { curl -fsS -m 5 "$(nats_http "$1")/jsz?streams=true&consumers=true"; }
-# stream_leader STREAM: the NATS node (1..3) leading the stream's raft group.
+# stream_leader STREAM: the NATS node (1..3) leading the stream's raft group, as the first node
+# that answers knows it.
 stream_leader() {
-  jsz 1 | python3 -c '
+  local i out
+  for i in 1 2 3; do out=$(jsz $i 2>/dev/null) && break; done
+  [[ -n "$out" ]] || return 1
+  python3 -c '
 import json, sys
-for a in json.load(sys.stdin).get("account_details") or []:
+for a in json.loads(sys.argv[2]).get("account_details") or []:
     for s in a.get("stream_detail") or []:
         if s["name"] == sys.argv[1]:
-            print((s.get("cluster") or {}).get("leader", "").replace("nats-", ""))' "$1"
+            print((s.get("cluster") or {}).get("leader", "").replace("nats-", ""))' "$1" "$out"
 }
 # stream_field STREAM FIELD: a number of the stream's state, from its leader.
 stream_field() {
