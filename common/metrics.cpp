@@ -90,6 +90,7 @@ std::string CountsSinceStart(const std::string& help) {
 
 struct Registry::Entry {
   char type = 0;  // 'c', 'g', 'h'
+  std::string help;
   std::vector<std::string> label_names;
   std::unique_ptr<Family<Counter>> counters;
   std::unique_ptr<Family<Gauge>> gauges;
@@ -129,6 +130,7 @@ Registry::Entry& Registry::Add(const std::string& name, const std::string& help,
   auto& e = entries_[name];
   e = std::make_unique<Entry>();
   e->type = type;
+  e->help = help;
   e->label_names = label_names;
   return *e;
 }
@@ -177,6 +179,13 @@ Family<Histogram>& Registry::AddHistogram(const std::string& name, const std::st
                                                        std::move(upper_bounds));
   }
   return *e.histograms;
+}
+
+std::vector<Registry::FamilyInfo> Registry::Families() const {
+  std::lock_guard lock(mu_);
+  std::vector<FamilyInfo> out;
+  for (const auto& [name, e] : entries_) out.push_back({name, e->type, e->help});
+  return out;
 }
 
 void Registry::AddCollector(std::function<void()> collector) {

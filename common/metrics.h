@@ -35,7 +35,10 @@ class Counter {
  public:
   using Native = prometheus::Counter;
   explicit Counter(Native& c) : c_(c) {}
-  void Inc(double v = 1.0) { c_.Increment(v); }  // v < 0 is ignored: a counter only goes up
+  // A counter only goes up: v < 0 and NaN are ignored (prometheus-cpp would take NaN).
+  void Inc(double v = 1.0) {
+    if (v >= 0) c_.Increment(v);
+  }
   double Value() const { return c_.Value(); }
 
  private:
@@ -114,6 +117,15 @@ class Registry {
 
   // Runs the collectors, then the whole registry in Prometheus text format (version 0.0.4).
   std::string Expose() const;
+
+  // Every family registered, with or without children (the exposition shows only those with
+  // one): for tests that check names and help texts.
+  struct FamilyInfo {
+    std::string name;
+    char type;  // 'c' counter, 'g' gauge, 'h' histogram
+    std::string help;
+  };
+  std::vector<FamilyInfo> Families() const;
 
  private:
   struct Entry;

@@ -15,6 +15,7 @@
 #include "common/service_cli.h"
 #include "common/stop_signal.h"
 #include "replayer/engine.h"
+#include "replayer/http_pool.h"
 
 namespace replayer {
 
@@ -45,6 +46,7 @@ int RunService(int argc, char** argv, const std::string& version) {
   auto reader = core::ConfigReader::FromProcess();
   auto common = core::ReadCommonConfig(reader, "0.0.0.0:9464");
   auto config = ReadReplayerConfig(reader);
+  (void)ReadHttpPoolOptions(reader);  // read again by the engine's HttpPool: checked here
   try {
     reader.Finish();
   } catch (const core::ConfigError& e) {

@@ -20,7 +20,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -184,20 +183,16 @@ int KvGet(natsConnection* nc, const std::string& bucket, const std::string& key,
   return kAllowed;
 }
 
-// TLS from the environment, as the deployment renders it. Empty variables mean no TLS options
-// (nats.c still switches to TLS when the server requires it, and then fails to verify it).
-natsStatus SetTls(natsOptions* opts) {
-  const char* ca = std::getenv("NATS_CA");
-  const char* cert = std::getenv("NATS_CERT");
-  const char* key = std::getenv("NATS_KEY");
+// TLS as the services set it up from the same variables (common/nats_client.cpp): tls:// URLs
+// make the connection secure, NATS_CA names the CA the servers are checked against, NATS_CERT
+// and NATS_KEY a client certificate.
+natsStatus SetTls(natsOptions* opts, const core::CommonConfig& c) {
   natsStatus s = NATS_OK;
-  if (ca != nullptr && *ca != '\0') {
-    s = natsOptions_SetSecure(opts, true);
-    if (s == NATS_OK) s = natsOptions_LoadCATrustedCertificates(opts, ca);
-  }
-  if (s == NATS_OK && cert != nullptr && *cert != '\0' && key != nullptr && *key != '\0') {
-    s = natsOptions_LoadCertificatesChain(opts, cert, key);
-  }
+  if (c.nats_tls) s = natsOptions_SetSecure(opts, true);
+  if (s == NATS_OK && !c.nats_ca.empty())
+    s = natsOptions_LoadCATrustedCertificates(opts, c.nats_ca.c_str());
+  if (s == NATS_OK && !c.nats_cert.empty())
+    s = natsOptions_LoadCertificatesChain(opts, c.nats_cert.c_str(), c.nats_key.c_str());
   return s;
 }
 
@@ -236,7 +231,7 @@ int main(int argc, char** argv) {
     // The user's own inbox prefix, as the services set it (NATS_INBOX_PREFIX).
     if (!config.nats_inbox_prefix.empty())
       natsOptions_SetCustomInboxPrefix(opts.get(), config.nats_inbox_prefix.c_str());
-    if (auto s = SetTls(opts.get()); s != NATS_OK) {
+    if (auto s = SetTls(opts.get(), config); s != NATS_OK) {
       std::printf("failed: TLS options: %s %s\n", natsStatus_GetText(s),
                   nats_GetLastError(nullptr));
       return kFailed;

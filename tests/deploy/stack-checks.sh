@@ -154,8 +154,8 @@ job_checks() {
   # The exporter reads JetStream every few seconds: a consumer made since its last reading
   # shows at the next one.
   wait_for 20 "exporter (user exporter) keeps pending and unacked apart per consumer" bash -c \
-    "curl -fsS $em | grep -q '^jetstream_consumer_unacked{stream=\"WEB_EVENTS\",consumer=\"replayer\"}' &&
-     curl -fsS $em | grep -q '^jetstream_consumer_pending{stream=\"API_METRICS\",consumer=\"metricswriter\"}'"
+    "curl -fsS $em | grep '^jetstream_consumer_unacked{' | grep 'stream=\"WEB_EVENTS\"' | grep -q 'consumer=\"replayer\"' &&
+     curl -fsS $em | grep '^jetstream_consumer_pending{' | grep 'stream=\"API_METRICS\"' | grep -q 'consumer=\"metricswriter\"'"
 
   # platformctl's operator commands as platformctl.
   local ctl="$build/platformctl/platformctl"
@@ -320,6 +320,15 @@ tls_checks() {
   tls_expect refused "a plain route (the route password in clear)" route-plain 127.0.0.1 "$c"
   tls_expect refused "a TLS route without a certificate" route-tls 127.0.0.1 "$c" "$t/ca.pem"
   tls_expect refused "a TLS route with another CA's certificate" route-tls 127.0.0.1 "$c" "$t/ca.pem" "${other[@]}"
+  # Clients learn the other servers from the cluster: their own addresses (client_advertise),
+  # which the certificates name, not every interface of the host (a reconnect to one of those
+  # would fail the certificate check).
+  local info urls
+  info=$(python3 "$here/tls_probe.py" tls 127.0.0.1 "$n" "$t/ca.pem" "${good[@]}" "${edge[@]}" 2>&1) || true
+  urls=$(sed -n 's/.* connect_urls=\([^ ]*\).*/\1/p' <<<"$info" | tr ',' '\n')
+  if [[ -n $urls ]] && ! grep -qv '^127\.0\.0\.1:' <<<"$urls"; then
+    pass "clients learn only the nodes' advertised addresses ($(tr '\n' ' ' <<<"$urls"))"
+  else fail "the servers advertise other client addresses"; printf '    %s\n' "$info"; fi
   for i in 1 2 3; do
     h=$(cut -d' ' -f$i <<<"$NATS_HTTP_PORTS")
     check "nats-$i has its 2 routes (mutual TLS)" bash -c \

@@ -9,7 +9,8 @@ with the NATS protocol (INFO from the server, CONNECT and PING from us, PONG whe
 usage: tls_probe.py plain|tls HOST PORT [CA_FILE [CERT_FILE KEY_FILE]] [-- USER PASSWORD]
        tls_probe.py route-plain|route-tls HOST PORT [CA_FILE [CERT_FILE KEY_FILE]]
 
-The client port sends INFO first (its fields tls_required and tls_verify are printed) and the
+The client port sends INFO first (its fields tls_required, tls_verify and connect_urls, the other
+servers' addresses the cluster tells clients, are printed) and the
 client upgrades to TLS; a plain client sends CONNECT and PING in clear. A route port of
 nats-server 2.9 with TLS expects the handshake first: route-plain sends a CONNECT in clear
 instead, route-tls makes the handshake and counts the server's INFO over it as accepted (the
@@ -65,7 +66,8 @@ def probe(mode, sock, host, files, user, password):
         return FAILED
     info = json.loads(line[5:])
     print(f"server INFO: tls_required={info.get('tls_required', False)} "
-          f"tls_verify={info.get('tls_verify', False)}")
+          f"tls_verify={info.get('tls_verify', False)} "
+          f"connect_urls={','.join(info.get('connect_urls') or []) or '-'}")
     if mode == "route-tls":
         print("accepted: TLS handshake and INFO")
         return ACCEPTED

@@ -11,6 +11,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include "tests/support/test_stack.h"
@@ -46,6 +48,24 @@ TEST_CASE("replayer /metrics passes promtool check metrics and /healthz answers"
   std::string lint = Capture("curl -s " + url + "/metrics | promtool check metrics 2>&1", &rc);
   INFO(lint);
   CHECK(rc == 0);
+  // Every counter written (the lease keeper's too) says in its help that it resets on restart.
+  std::istringstream lines(metrics);
+  std::map<std::string, std::string> help;
+  int counters = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("# HELP ", 0) == 0) {
+      auto sp = line.find(' ', 7);
+      help[line.substr(7, sp - 7)] = line.substr(sp + 1);
+    } else if (line.rfind("# TYPE ", 0) == 0 && line.size() > 8 &&
+               line.substr(line.size() - 8) == " counter") {
+      std::string name = line.substr(7, line.size() - 15);
+      INFO(name << ": " << help[name]);
+      CHECK_THAT(help[name], Catch::Contains("restart"));
+      ++counters;
+    }
+  }
+  CHECK(counters >= 5);
+  CHECK_THAT(metrics, Catch::Contains("# TYPE replayer_leadership_changes_total counter"));
   std::string health = Capture("curl -s -w ' %{http_code}' " + url + "/healthz");
   CHECK_THAT(health, Catch::Contains("nats: connected"));
   CHECK_THAT(health, Catch::EndsWith(" 200"));

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -31,6 +32,21 @@ bool Accepts(int port) {
   return ok;
 }
 
+ClosedPort::ClosedPort() {
+  fd_ = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    throw std::runtime_error("cannot bind a closed port");
+  }
+  port_ = ntohs(addr.sin_port);
+}
+
+ClosedPort::~ClosedPort() { close(fd_); }
+
 TempDir::TempDir() {
   char tmpl[] = "/tmp/core-it-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
@@ -41,16 +57,31 @@ TempDir::~TempDir() { Run("rm -rf '" + path_ + "'"); }
 
 NatsServerProcess::NatsServerProcess(const std::string& dir, const std::string& name,
                                      const std::string& config) {
-  port_ = FreePortRange(1);
   std::string conf = dir + "/" + name + ".conf";
   log_ = dir + "/" + name + ".log";
-  std::ofstream(conf) << "listen: 127.0.0.1:" << port_ << "\n" << config << "\n";
-  process_ =
-      std::make_unique<ChildProcess>(std::vector<std::string>{"/usr/sbin/nats-server", "-c", conf},
-                                     std::map<std::string, std::string>{}, log_);
-  if (!WaitFor([&] { return Accepts(port_); }, 10'000)) {
-    throw std::runtime_error("nats-server " + name + " did not start: " + ReadFile(log_));
+  // A port free when chosen may be taken before the server binds it (other tests, other
+  // worktrees' stacks): then something else answers there. Ready means our process runs and
+  // its own log says it listens on that port.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    port_ = FreePortRange(1);
+    std::ofstream(conf) << "listen: 127.0.0.1:" << port_ << "\n" << config << "\n";
+    std::remove(log_.c_str());
+    process_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{"/usr/sbin/nats-server", "-c", conf},
+        std::map<std::string, std::string>{}, log_);
+    const std::string listening =
+        "Listening for client connections on 127.0.0.1:" + std::to_string(port_);
+    bool ready = WaitFor(
+        [&] {
+          return !process_->Running() ||
+                 (ReadFile(log_).find(listening) != std::string::npos &&
+                  ReadFile(log_).find("Server is ready") != std::string::npos);
+        },
+        10'000);
+    if (ready && process_->Running() && Accepts(port_)) return;
+    process_.reset();  // SIGKILL if it still runs
   }
+  throw std::runtime_error("nats-server " + name + " did not start: " + ReadFile(log_));
 }
 
 NatsServerProcess::~NatsServerProcess() { Resume(); }

@@ -32,6 +32,21 @@ class NatsServerProcess {
   std::unique_ptr<ChildProcess> process_;
 };
 
+// A port on 127.0.0.1 that refuses every connection for this object's lifetime: bound, never
+// listening, so no other process can take it meanwhile.
+class ClosedPort {
+ public:
+  ClosedPort();
+  ~ClosedPort();
+  ClosedPort(const ClosedPort&) = delete;
+  ClosedPort& operator=(const ClosedPort&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 // The whole file ("" when it cannot be read).
 std::string ReadFile(const std::string& path);
 // True when something accepts TCP connections on 127.0.0.1:port.

@@ -24,11 +24,11 @@ struct Unreachable {
 };
 
 // Both kinds of unreachable NATS; the paused server lives as long as the returned holder.
-std::vector<Unreachable> UnreachableNats(const TempDir& dir,
+std::vector<Unreachable> UnreachableNats(const TempDir& dir, const ClosedPort& closed,
                                          std::unique_ptr<NatsServerProcess>* paused) {
   *paused = std::make_unique<NatsServerProcess>(dir.path(), "paused", "");
   (*paused)->Pause();
-  return {{"closed port", "nats://127.0.0.1:" + std::to_string(FreePortRange(1))},
+  return {{"closed port", "nats://127.0.0.1:" + std::to_string(closed.port())},
           {"paused server", "nats://127.0.0.1:" + std::to_string((*paused)->port())}};
 }
 
@@ -76,6 +76,7 @@ Outcome TermWhileUnreachable(const std::vector<std::string>& argv,
 TEST_CASE("services log failed connects, keep trying, and exit 0 within 2 s of SIGTERM",
           "[integration][shutdown]") {
   TempDir dir;
+  ClosedPort closed;
   std::unique_ptr<NatsServerProcess> paused;
   const std::string bin = BinaryDir();
   struct Service {
@@ -83,8 +84,8 @@ TEST_CASE("services log failed connects, keep trying, and exit 0 within 2 s of S
     std::vector<std::string> argv;
     std::map<std::string, std::string> env;
   };
-  const int metrics_port = FreePortRange(1);
-  const std::string listen = "127.0.0.1:" + std::to_string(metrics_port);
+  // Port 0: any free port (nothing here scrapes it), so no other test can take it meanwhile.
+  const std::string listen = "127.0.0.1:0";
   std::vector<Service> services = {
       {"replayer", {bin + "/replayer/replayer"}, {{"METRICS_LISTEN", listen}}},
       {"metricswriter",
@@ -92,7 +93,7 @@ TEST_CASE("services log failed connects, keep trying, and exit 0 within 2 s of S
        {{"METRICS_LISTEN", listen}, {"DATABASE_URL", "postgresql://127.0.0.1:1/metrics"}}},
       {"exporter", {bin + "/platformctl/platformctl", "streams", "--serve", listen}, {}},
   };
-  for (const auto& nats : UnreachableNats(dir, &paused)) {
+  for (const auto& nats : UnreachableNats(dir, closed, &paused)) {
     for (auto s : services) {
       // SIGTERM at a few moments of the retry cycle (an attempt under way or the wait between).
       for (int extra_ms : {0, 700}) {
@@ -116,9 +117,10 @@ TEST_CASE("services log failed connects, keep trying, and exit 0 within 2 s of S
 
 TEST_CASE("a service answers /healthz 503 while it cannot reach NATS", "[integration][shutdown]") {
   TempDir dir;
+  ClosedPort closed;
   int port = FreePortRange(1);
   ChildProcess p({BinaryDir() + "/replayer/replayer"},
-                 {{"NATS_URL", "nats://127.0.0.1:" + std::to_string(FreePortRange(1))},
+                 {{"NATS_URL", "nats://127.0.0.1:" + std::to_string(closed.port())},
                   {"METRICS_LISTEN", "127.0.0.1:" + std::to_string(port)}},
                  dir.path() + "/replayer.log");
   std::string health;
@@ -197,7 +199,7 @@ TEST_CASE("a running service whose NATS stops answering exits 0 within 2 s of SI
   INFO(init);
   REQUIRE(rc == 0);
   const std::string bin = BinaryDir();
-  const std::string listen = "127.0.0.1:" + std::to_string(FreePortRange(1));
+  const std::string listen = "127.0.0.1:0";
   struct Service {
     std::string name;
     std::vector<std::string> argv;

@@ -1,8 +1,12 @@
 #include "common/metrics.h"
 
 #include <catch2/catch.hpp>
+
 #include <cmath>
 #include <thread>
+#include "metricswriter/writer_metrics.h"
+#include "platformctl/exporter.h"
+#include "replayer/replayer_metrics.h"
 
 using namespace core::metrics;
 
@@ -110,6 +114,7 @@ TEST_CASE("a counter only goes up, also under concurrent increments", "[metrics]
   Registry r;
   auto& c = r.AddCounter("x_total", "x").Get();
   c.Inc(-5);
+  c.Inc(NAN);
   CHECK(c.Value() == 0);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
@@ -161,4 +166,25 @@ TEST_CASE("a family with no child yet is not written", "[metrics]") {
   Registry r;
   r.AddCounter("x_failures_total", "Failures.", {"reason"});
   CHECK(r.Expose().find("x_failures_total") == std::string::npos);
+}
+
+// Prometheus' rate() takes a counter's drop for a restart: the help of every counter the
+// services register says that it counts since the process started.
+TEST_CASE("every counter of the services says it resets on restart", "[metrics]") {
+  Registry r;
+  replayer::ReplayerMetrics replayer(r);
+  mw::WriterMetrics writer(r);
+  platformctl::StreamGauges exporter(r);
+  int counters = 0;
+  for (const auto& f : r.Families()) {
+    INFO(f.name << ": " << f.help);
+    CHECK(ValidMetricName(f.name));
+    CHECK_FALSE(f.help.empty());
+    if (f.type != 'c') continue;
+    ++counters;
+    CHECK(f.name.size() > 6);
+    CHECK(f.name.substr(f.name.size() - 6) == "_total");
+    CHECK_THAT(f.help, Catch::Contains("restart"));
+  }
+  CHECK(counters >= 19);  // 9 replayer, 9 metricswriter, 1 exporter
 }
