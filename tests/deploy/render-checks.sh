@@ -236,9 +236,10 @@ dockerfile_checks() {
     grep -qE '^USER [1-9][0-9]*(:[1-9][0-9]*)?\$' '$df' &&
     for b in replayer/replayer metricswriter/metricswriter platformctl/platformctl; do
       grep -q \"/src/build/\$b\" '$df' || exit 1; test -x '$build'/\$b || { echo \"\$b not built\"; exit 1; }; done"
-  # The build stage runs CI's recipe: scripts/install-deps and scripts/test's configure flags.
+  # The build stage runs CI's recipe: scripts/install-deps (its build packages) and
+  # scripts/test's configure flags.
   check "Dockerfile build stage = scripts/install-deps + scripts/test's CMake configure" bash -c "
-    grep -q '^RUN scripts/install-deps' '$df' &&
+    grep -qE '^(RUN |    )scripts/install-deps --build-only' '$df' &&
     ci=\$(grep -E '^cmake -S \. -B \"\\\$build\" ' '$src/scripts/test' | grep -oE '(-G [A-Za-z]+|-D[A-Z_]+=[A-Za-z0-9]+)' | sort) &&
     img=\$(grep -E 'cmake -S \. -B build ' '$df' | grep -oE '(-G [A-Za-z]+|-D[A-Z_]+=[A-Za-z0-9]+)' | sort) &&
     [ -n \"\$ci\" ] && [ \"\$ci\" = \"\$img\" ] || { echo \"CI: \$ci\"; echo \"image: \$img\"; exit 1; }"
