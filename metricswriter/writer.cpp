@@ -205,7 +205,9 @@ void Writer::Finished(Store& store, Group& g, size_t begin, size_t end, const Wr
     const Batch& b = g.batches[i].batch;
     if (out.stored[i - begin]) {
       ++stored;
-      for (const auto& p : b.numbers) ++points[static_cast<size_t>(b.series[p.series].type)];
+      for (const auto& p : b.numbers) {
+        ++points[static_cast<size_t>(b.metrics[b.series[p.series].metric].type)];
+      }
       points[static_cast<size_t>(MetricType::kHistogram)] += b.histograms.size();
       points[static_cast<size_t>(MetricType::kExpHistogram)] += b.exp_histograms.size();
       points[static_cast<size_t>(MetricType::kSummary)] += b.summaries.size();

@@ -50,7 +50,7 @@ TEST_CASE("corpus: the cumulative capture holds every kind the JS SDK writes", "
   CHECK(b.nul_replacements == 1);  // the attribute "a\0b"
   bool big = false, nan = false, negative = false;
   for (const auto& p : b.numbers) {
-    const auto& s = b.series[p.series];
+    const auto s = b.SeriesAt(p.series);
     if (p.int_value == (int64_t{1} << 40)) big = true;
     if (s.name == "cpu.temperature" && std::isnan(p.value)) nan = true;
     if (s.name == "queue.depth") {
