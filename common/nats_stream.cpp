@@ -2,6 +2,11 @@
 
 #include <nats/nats.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <limits>
+
 #include "common/nats_status.h"
 
 namespace core {
@@ -146,6 +151,16 @@ Result<std::unique_ptr<PullConsumer>> PullConsumer::Bind(NatsClient& client,
   natsStatus s = js_PullSubscribe(&c->sub_, client.js(), spec.filter_subject.c_str(),
                                   spec.durable.c_str(), &jo, &so, &jerr);
   if (s != NATS_OK) return NatsError(s, "bind " + c->what_, jerr);
+  if (spec.pending_bytes_limit > 0) {
+    int msgs = 0, bytes = 0;
+    s = natsSubscription_GetPendingLimits(c->sub_, &msgs, &bytes);
+    if (s == NATS_OK) {
+      const auto want = static_cast<int>(
+          std::min<int64_t>(spec.pending_bytes_limit, std::numeric_limits<int>::max()));
+      s = natsSubscription_SetPendingLimits(c->sub_, msgs, std::max(bytes, want));
+    }
+    if (s != NATS_OK) return NatsError(s, "pending limits of " + c->what_);
+  }
   return c;
 }
 
@@ -173,6 +188,56 @@ Result<std::vector<Message>> PullConsumer::Fetch(int batch, Millis timeout) {
   return out;
 }
 
+Result<Fetched> PullConsumer::Fetch(int batch, int64_t max_bytes, Millis timeout) {
+  Fetched out;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // As natsSubscription_Fetch does: first ask for what is there now (no_wait), and only when
+  // there is nothing wait for the first message, so a partial batch does not wait the timeout.
+  bool no_wait = batch > 1;
+  while (true) {
+    jsFetchRequest req;
+    jsFetchRequest_Init(&req);
+    req.Batch = batch;
+    req.NoWait = no_wait;
+    const auto left =
+        std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
+    req.Expires = std::max<int64_t>(left.count(), 1) * 1'000'000;
+    if (max_bytes > 0) {
+      // nats.c hands out what it already holds before it asks the server for max_bytes more:
+      // ask only for the rest. With nothing left, a limit of 1 byte takes one held message
+      // and asks for nothing.
+      int pending_msgs = 0, pending_bytes = 0;
+      (void)natsSubscription_GetPending(sub_, &pending_msgs, &pending_bytes);
+      req.MaxBytes = std::max<int64_t>(max_bytes - std::max(pending_bytes, 0), 1);
+    }
+    natsMsgList list{};
+    natsStatus s = natsSubscription_FetchRequest(&list, sub_, &req);
+    if (s == NATS_OK) {
+      out.messages.reserve(static_cast<size_t>(list.Count));
+      for (int i = 0; i < list.Count; ++i) {
+        out.messages.emplace_back(list.Msgs[i]);
+        list.Msgs[i] = nullptr;  // now owned by the Message
+      }
+      natsMsgList_Destroy(&list);
+      return out;
+    }
+    natsMsgList_Destroy(&list);
+    if (s == NATS_TIMEOUT) return out;
+    if (s == NATS_NOT_FOUND && no_wait) {  // nothing there now: wait for the first
+      no_wait = false;
+      continue;
+    }
+    if (s == NATS_NOT_FOUND) return out;
+    const char* last = nats_GetLastError(nullptr);
+    if (s == NATS_ERR && last != nullptr && std::strstr(last, "Exceeds MaxBytes") != nullptr) {
+      // The server's 409 "Message Size Exceeds MaxBytes": the next message does not fit.
+      out.next_exceeds_max_bytes = true;
+      return out;
+    }
+    return NatsError(s, "fetch from " + what_);
+  }
+}
+
 Result<PubAck> PublishSync(NatsClient& client, const OutMessage& m) {
   natsMsg* raw = nullptr;
   natsStatus s = natsMsg_Create(&raw, m.subject.c_str(), nullptr, m.data.data(),
@@ -196,6 +261,17 @@ Result<PubAck> PublishSync(NatsClient& client, const OutMessage& m) {
   PubAck ack{pa->Stream ? pa->Stream : "", pa->Sequence, pa->Duplicate};
   jsPubAck_Destroy(pa);
   return ack;
+}
+
+bool IsMessageTooLarge(const Error& e) {
+  // NatsError's text: nats.c's "Maximum Payload Exceeded" (NATS_MAX_PAYLOAD) or JetStream's
+  // error 10054, "message size exceeds maximum allowed".
+  std::string m = e.message;
+  std::transform(m.begin(), m.end(), m.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return m.find("maximum payload") != std::string::npos ||
+         m.find("message size exceeds") != std::string::npos ||
+         m.find("jetstream error 10054") != std::string::npos;
 }
 
 }  // namespace core
