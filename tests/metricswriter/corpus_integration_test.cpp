@@ -139,7 +139,8 @@ TEST_CASE("the corpus is stored and reads back point by point", "[integration]")
   mwtest::Harness h;
   // The captures carry the time they were made: keep every day of the next ten years.
   auto writer = h.StartWriter(0, {{"METRICS_RETENTION_DAYS", "3650"}});
-  const std::vector<std::string> names = {"cumulative-1", "cumulative-2", "delta-1", "delta-2"};
+  const std::vector<std::string> names = {"cumulative-1", "cumulative-2", "delta-1", "delta-2",
+                                          "big-numbers"};
   const std::string summary =
       R"({"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"name":"q","summary":{"dataPoints":[{"timeUnixNano":")" +
       std::to_string(mwtest::NowNs()) +
@@ -149,7 +150,7 @@ TEST_CASE("the corpus is stored and reads back point by point", "[integration]")
     h.Publish("proto", Read(n + ".pb"), "proto-" + n, "application/x-protobuf");
   }
   h.Publish("json", summary, "summary-1");
-  REQUIRE(h.WaitCount("SELECT count(*) FROM metrics.batches", 9, 20'000) == 9);
+  REQUIRE(h.WaitCount("SELECT count(*) FROM metrics.batches", 11, 20'000) == 11);
 
   mw::JsonDecoder jd;
   mw::ProtoDecoder pd;
