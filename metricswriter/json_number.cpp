@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace mw::json {
@@ -133,6 +134,11 @@ double ToDouble(std::string_view s) {
 }
 
 IntFit ToInt64(std::string_view s, int64_t* out) {
+  uint64_t plain = 0;
+  if (PlainUint64(s, &plain) && plain <= static_cast<uint64_t>(INT64_MAX)) {
+    *out = static_cast<int64_t>(plain);
+    return IntFit::kOk;
+  }
   const Parts p = Split(s);
   Decimal dec = ToDecimal(p);
   if (dec.digits.empty()) {  // zero, however it is written ("-0", "0.0e999")
@@ -146,6 +152,7 @@ IntFit ToInt64(std::string_view s, int64_t* out) {
 }
 
 IntFit ToUint64(std::string_view s, uint64_t* out) {
+  if (PlainUint64(s, out)) return IntFit::kOk;
   const Parts p = Split(s);
   Decimal dec = ToDecimal(p);
   if (dec.digits.empty()) {  // zero, however it is written ("-0", "0.0e999")

@@ -24,6 +24,19 @@ enum class IntFit { kOk, kNotWhole, kNegative, kOutOfRange };
 IntFit ToInt64(std::string_view s, int64_t* out);
 IntFit ToUint64(std::string_view s, uint64_t* out);  // kNegative below zero ("-0" is 0)
 
+// The common spelling, fast: 1 to 19 decimal digits without a leading zero (always in range).
+inline bool PlainUint64(std::string_view s, uint64_t* out) {
+  if (s.empty() || s.size() > 19 || (s[0] == '0' && s.size() > 1)) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    const auto d = static_cast<unsigned>(c - '0');
+    if (d > 9) return false;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return true;
+}
+
 // At most 40 characters of s, for an error message that may reach a log line or a header:
 // anything but printable ASCII (and '"', '\') becomes '?', and a cut is marked with "...".
 std::string Excerpt(std::string_view s);

@@ -92,6 +92,7 @@ bool Reader::U64(Value v, const Path& p, uint64_t* out) {
       break;
     case od::json_type::string:
       if (auto e = v.get_string().get(text)) return Fail(p, e);
+      if (PlainUint64(text, out)) return true;  // how exporters write times
       if (!IsNumber(text)) {
         return Fail(p, "expected an unsigned integer string, got \"" + Excerpt(text) + "\"");
       }
@@ -139,6 +140,10 @@ bool Reader::I64(Value v, const Path& p, int64_t* out) {
       break;
     case od::json_type::string:
       if (auto e = v.get_string().get(text)) return Fail(p, e);
+      if (uint64_t u = 0; PlainUint64(text, &u) && u <= kInt64Max) {
+        *out = static_cast<int64_t>(u);
+        return true;
+      }
       if (!IsNumber(text)) {
         return Fail(p, "expected an integer string, got \"" + Excerpt(text) + "\"");
       }
