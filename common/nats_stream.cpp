@@ -169,11 +169,44 @@ PullConsumer::~PullConsumer() {
   if (sub_ != nullptr) natsSubscription_Destroy(sub_);
 }
 
+size_t PullConsumer::TakeHeld(std::vector<Message>* out, int max, int64_t max_bytes) {
+  // nats.c 3.4's fetch hands out the messages its subscription already holds (answers to an
+  // earlier request that came after it stopped waiting) and then asks the server for the batch
+  // minus those; when more arrive than that, it writes past the end of its message array and
+  // corrupts the heap (fixed upstream in nats.c 3.10, #749; seen here as "corrupted
+  // double-linked list" under load). So held messages are taken first, one per call: batch 1
+  // and a 1-byte limit, so the call never waits and asks the server for nothing it could send.
+  size_t taken = 0;
+  int64_t bytes = 0;
+  while (static_cast<int>(taken) < max && (max_bytes <= 0 || bytes < max_bytes)) {
+    int held = 0, held_bytes = 0;
+    if (natsSubscription_GetPending(sub_, &held, &held_bytes) != NATS_OK || held <= 0) break;
+    jsFetchRequest req;
+    jsFetchRequest_Init(&req);
+    req.Batch = 1;
+    req.MaxBytes = 1;
+    req.NoWait = true;
+    natsMsgList list{};
+    natsStatus s = natsSubscription_FetchRequest(&list, sub_, &req);
+    if (s != NATS_OK || list.Count != 1) {  // only status messages were held
+      natsMsgList_Destroy(&list);
+      break;
+    }
+    out->emplace_back(list.Msgs[0]);
+    list.Msgs[0] = nullptr;  // now owned by the Message
+    natsMsgList_Destroy(&list);
+    bytes += static_cast<int64_t>(out->back().data().size());
+    ++taken;
+  }
+  return taken;
+}
+
 Result<std::vector<Message>> PullConsumer::Fetch(int batch, Millis timeout) {
+  std::vector<Message> out;
+  if (TakeHeld(&out, batch, 0) > 0) return out;  // see TakeHeld: never with a request
   natsMsgList list{};
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s = natsSubscription_Fetch(&list, sub_, batch, timeout.count(), &jerr);
-  std::vector<Message> out;
   if (s == NATS_TIMEOUT) return out;
   if (s != NATS_OK) {
     natsMsgList_Destroy(&list);
@@ -195,6 +228,8 @@ Result<Fetched> PullConsumer::Fetch(int batch, int64_t max_bytes, Millis timeout
   // there is nothing wait for the first message, so a partial batch does not wait the timeout.
   bool no_wait = batch > 1;
   while (true) {
+    // What nats.c already holds goes out first, alone (TakeHeld), and counts against max_bytes.
+    if (TakeHeld(&out.messages, batch, max_bytes) > 0) return out;
     jsFetchRequest req;
     jsFetchRequest_Init(&req);
     req.Batch = batch;
@@ -202,14 +237,7 @@ Result<Fetched> PullConsumer::Fetch(int batch, int64_t max_bytes, Millis timeout
     const auto left =
         std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
     req.Expires = std::max<int64_t>(left.count(), 1) * 1'000'000;
-    if (max_bytes > 0) {
-      // nats.c hands out what it already holds before it asks the server for max_bytes more:
-      // ask only for the rest. With nothing left, a limit of 1 byte takes one held message
-      // and asks for nothing.
-      int pending_msgs = 0, pending_bytes = 0;
-      (void)natsSubscription_GetPending(sub_, &pending_msgs, &pending_bytes);
-      req.MaxBytes = std::max<int64_t>(max_bytes - std::max(pending_bytes, 0), 1);
-    }
+    req.MaxBytes = std::max<int64_t>(max_bytes, 0);
     natsMsgList list{};
     natsStatus s = natsSubscription_FetchRequest(&list, sub_, &req);
     if (s == NATS_OK) {

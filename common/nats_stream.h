@@ -95,18 +95,22 @@ class PullConsumer {
   PullConsumer& operator=(const PullConsumer&) = delete;
 
   // Up to `batch` messages, waiting at most `timeout`. No message in time = an empty vector.
+  // Messages nats.c already holds (answers to an earlier request that came late) are returned
+  // first, on their own.
   Result<std::vector<Message>> Fetch(int batch, Millis timeout);
 
   // Up to `batch` messages of at most `max_bytes` bytes in all (0 = no byte limit), as the
   // server counts them (subject, reply subject, headers and payload), waiting at most
   // `timeout`; returns what is there at once, else waits for the first. Messages nats.c
-  // received for an earlier request after it stopped waiting come first and count against
-  // max_bytes, so a fetch never adds more than max_bytes (and one message) to what this client
-  // holds.
+  // received for an earlier request after it stopped waiting are returned first, on their own
+  // (no request goes out then), and count against max_bytes.
   Result<Fetched> Fetch(int batch, int64_t max_bytes, Millis timeout);
 
  private:
   PullConsumer() = default;
+  // Takes up to `max` messages (and about max_bytes, 0 = any) that nats.c already holds for
+  // this subscription, without asking the server; returns how many.
+  size_t TakeHeld(std::vector<Message>* out, int max, int64_t max_bytes);
   natsSubscription* sub_ = nullptr;  // owned
   std::string what_;
 };

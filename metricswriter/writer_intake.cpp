@@ -228,8 +228,11 @@ void Writer::IntakeLoop(core::PullConsumer& consumer) {
     int want = 1;
     int64_t max_bytes = 1;
     if (fetch && !plan.alone) {
-      // The group is never full here (a full group is due), so at least one.
-      want = static_cast<int>(std::min<size_t>(options_.group_batches - g.batches.size(), 500));
+      // What the group has room for (never full here: a full group is due), but at least 16:
+      // more wait here for the next group. A tiny request is where nats.c 3.4's fetch overflow
+      // (see PullConsumer::TakeHeld) could still strike, with late answers racing the request.
+      want = static_cast<int>(
+          std::clamp<size_t>(options_.group_batches - g.batches.size(), 16, 500));
       max_bytes = plan.max_bytes;
     } else if (fetch) {
       max_bytes = 0;  // alone: one message, whatever its size
