@@ -20,6 +20,8 @@ std::string_view TrimRight(std::string_view s) {
 
 std::string ValueText(std::string_view text) { return "value " + Excerpt(text); }
 
+Field Read(bool ok) { return ok ? Field::kRead : Field::kFailed; }
+
 }  // namespace
 
 std::string Render(const Path* p) {
@@ -272,95 +274,107 @@ bool Reader::Skip(Value v, const Path& p) {
 }
 
 bool Reader::KeyValues(Value v, const Path& p, std::string* out) {
-  std::vector<text::Member> members;
+  if (depth_ == members_.size()) members_.emplace_back();
+  std::vector<text::Member>& members = members_[depth_++];
+  members.clear();
   bool ok = Each(v, p, [&](Value kv, const Path& kp) {
-    text::Member m;
-    m.value = "null";
-    if (!Fields(kv, kp, [&](std::string_view key, Value& fv, const Path& fp) {
-          if (Is(key, "key")) {
-            std::string_view s;
-            if (!Str(fv, fp, &s)) return Field::kFailed;
-            m.key = std::string(s);
-            return Field::kRead;
-          }
-          if (Is(key, "value")) {
-            m.value.clear();
-            return AnyValue(fv, fp, m.value) ? Field::kRead : Field::kFailed;
-          }
-          return Field::kIgnored;
-        })) {
-      return false;
-    }
-    members.push_back(std::move(m));
-    return true;
+    members.emplace_back();
+    members.back().value = "null";
+    return Fields(kv, kp, [&](std::string_view key, Value& fv, const Path& fp) {
+      text::Member& m = members.back();  // emplace_back above: not moved meanwhile
+      if (Is(key, "key")) {
+        std::string_view s;
+        if (!Str(fv, fp, &s)) return Field::kFailed;
+        m.key.assign(s);
+        return Field::kRead;
+      }
+      if (Is(key, "value")) {
+        m.value.clear();
+        return AnyValue(fv, fp, m.value) ? Field::kRead : Field::kFailed;
+      }
+      return Field::kIgnored;
+    });
   });
+  --depth_;
   if (!ok) return false;
-  *out = text::Object(members, nuls_);
+  out->clear();
+  text::AppendObject(*out, members, nuls_);
   return true;
 }
 
 bool Reader::AnyValue(Value v, const Path& p, std::string& out) {
-  std::string value = "null";  // an empty AnyValue, or one with only unknown members
+  // Written straight into `out`; a second oneof member replaces the first (as protojson's last
+  // wins), an empty AnyValue or one with only unknown members is null.
+  const size_t start = out.size();
+  out += "null";
   bool is_null = false;
   if (!Null(v, p, &is_null)) return false;
-  if (!is_null && !Fields(v, p, [&](std::string_view key, Value& fv, const Path& fp) {
-        std::string cur;
-        if (Is(key, "stringValue", "string_value")) {
-          std::string_view s;
-          if (!Str(fv, fp, &s)) return Field::kFailed;
-          text::AppendString(cur, s, nuls_);
-        } else if (Is(key, "boolValue", "bool_value")) {
-          bool b = false;
-          if (!Bool(fv, fp, &b)) return Field::kFailed;
-          cur = b ? "true" : "false";
-        } else if (Is(key, "intValue", "int_value")) {
-          int64_t i = 0;
-          if (!I64(fv, fp, &i)) return Field::kFailed;
-          text::AppendInt(cur, i);
-        } else if (Is(key, "doubleValue", "double_value")) {
-          double d = 0;
-          if (!Dbl(fv, fp, &d)) return Field::kFailed;
-          text::AppendDouble(cur, d);
-        } else if (Is(key, "bytesValue", "bytes_value")) {
-          std::string_view s;
-          if (!Str(fv, fp, &s)) return Field::kFailed;
-          if (!text::DecodeBase64(s, &scratch_)) {
-            Fail(fp, "invalid base64");
-            return Field::kFailed;
-          }
-          cur = "\"";
-          text::AppendBase64(cur, scratch_);
-          cur += '"';
-        } else if (Is(key, "arrayValue", "array_value") || Is(key, "kvlistValue", "kvlist_value")) {
-          const bool is_array = key[0] == 'a';
-          cur = is_array ? "[" : "{}";
-          bool inner_null = false;
-          if (!Null(fv, fp, &inner_null)) return Field::kFailed;
-          if (!inner_null && !Fields(fv, fp, [&](std::string_view ik, Value& iv, const Path& ip) {
-                if (!Is(ik, "values")) return Field::kIgnored;
-                if (!is_array) return KeyValues(iv, ip, &cur) ? Field::kRead : Field::kFailed;
-                cur = "[";  // a repeated "values" replaces the earlier one
-                return Each(iv, ip,
-                            [&](Value item, const Path& itp) {
-                              if (cur.size() > 1) cur += ',';
-                              return AnyValue(item, itp, cur);
-                            })
-                           ? Field::kRead
-                           : Field::kFailed;
-              })) {
-            return Field::kFailed;
-          }
-          if (is_array) cur += ']';
-        } else {
-          return Field::kIgnored;
+  if (is_null) return true;
+  return Fields(v, p, [&](std::string_view key, Value& fv, const Path& fp) {
+    if (Is(key, "stringValue", "string_value")) {
+      std::string_view s;
+      if (!Str(fv, fp, &s)) return Field::kFailed;
+      out.resize(start);
+      text::AppendString(out, s, nuls_);
+    } else if (Is(key, "boolValue", "bool_value")) {
+      bool b = false;
+      if (!Bool(fv, fp, &b)) return Field::kFailed;
+      out.resize(start);
+      out += b ? "true" : "false";
+    } else if (Is(key, "intValue", "int_value")) {
+      int64_t i = 0;
+      if (!I64(fv, fp, &i)) return Field::kFailed;
+      out.resize(start);
+      text::AppendInt(out, i);
+    } else if (Is(key, "doubleValue", "double_value")) {
+      double d = 0;
+      if (!Dbl(fv, fp, &d)) return Field::kFailed;
+      out.resize(start);
+      text::AppendDouble(out, d);
+    } else if (Is(key, "bytesValue", "bytes_value")) {
+      std::string_view s;
+      if (!Str(fv, fp, &s)) return Field::kFailed;
+      if (!text::DecodeBase64(s, &scratch_)) {
+        Fail(fp, "invalid base64");
+        return Field::kFailed;
+      }
+      out.resize(start);
+      out += '"';
+      text::AppendBase64(out, scratch_);
+      out += '"';
+    } else if (Is(key, "arrayValue", "array_value") || Is(key, "kvlistValue", "kvlist_value")) {
+      const bool is_array = key[0] == 'a';
+      out.resize(start);
+      out += is_array ? "[]" : "{}";
+      bool inner_null = false;
+      if (!Null(fv, fp, &inner_null)) return Field::kFailed;
+      if (inner_null) return Field::kRead;
+      return Read(Fields(fv, fp, [&](std::string_view ik, Value& iv, const Path& ip) {
+        if (!Is(ik, "values")) return Field::kIgnored;
+        out.resize(start);  // a repeated "values" replaces the earlier one
+        if (!is_array) {
+          std::string object;
+          if (!KeyValues(iv, ip, &object)) return Field::kFailed;
+          out += object;
+          return Field::kRead;
         }
-        value = std::move(cur);  // a second oneof member replaces the first, as protojson's last
+        out += '[';
+        bool first = true;
+        if (!Each(iv, ip, [&](Value item, const Path& itp) {
+              if (!first) out += ',';
+              first = false;
+              return AnyValue(item, itp, out);
+            })) {
+          return Field::kFailed;
+        }
+        out += ']';
         return Field::kRead;
-      })) {
-    return false;
-  }
-  out += value;
-  return true;
+      }));
+    } else {
+      return Field::kIgnored;
+    }
+    return Field::kRead;
+  });
 }
 
 }  // namespace mw::json

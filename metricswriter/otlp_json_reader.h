@@ -11,9 +11,12 @@
 #include <simdjson.h>
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "metricswriter/otlp_text.h"
 
 namespace mw::json {
 
@@ -126,6 +129,10 @@ class Reader {
   uint64_t* nuls_ = nullptr;
   std::string error_;
   std::string scratch_;
+  // Member lists of KeyValues, one per nesting level (kvlistValue nests), kept between calls
+  // so a point's attribute list reuses the vector of the one before (its strings are new).
+  std::deque<std::vector<text::Member>> members_;  // a deque: a deeper level never moves these
+  size_t depth_ = 0;
 };
 
 }  // namespace mw::json

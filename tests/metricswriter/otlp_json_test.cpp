@@ -97,6 +97,31 @@ TEST_CASE("JSON attribute values of every AnyValue kind", "[json]") {
   CHECK(b.nul_replacements == 1);
 }
 
+TEST_CASE("JSON attributes nest, a later oneof member wins, and points do not share lists",
+          "[json]") {
+  auto b = MustDecode(Wrap(
+      R"({"name":"g","gauge":{"dataPoints":[{"timeUnixNano":"1","asDouble":1,"attributes":[
+      {"key":"n","value":{"kvlistValue":{"values":[
+        {"key":"b","value":{"kvlistValue":{"values":[{"key":"d","value":{"intValue":1}},
+          {"key":"c","value":{"arrayValue":{"values":[{"kvlistValue":{"values":[
+            {"key":"f","value":{"boolValue":true}},{"key":"e","value":{}}]}}]}}}]}}},
+        {"key":"a","value":{"stringValue":"x"}}]}}},
+      {"key":"o","value":{"stringValue":"first","intValue":7}},
+      {"key":"p","value":{"arrayValue":{"values":[{"intValue":1}]},"boolValue":true}},
+      {"key":"q","value":{"kvlistValue":{"values":[{"key":"z","value":{"intValue":1}}]},"stringValue":"s"}},
+      {"key":"r","value":{"arrayValue":{"values":[{"intValue":1}],"values":[{"intValue":2},{"intValue":3}]}}},
+      {"key":"t","value":{"stringValue":"s","kvlistValue":{"values":[{"key":"z","value":{"intValue":1}}]}}},
+      {"key":"u","value":{"arrayValue":{"values":null}}},{"key":"v","value":{"kvlistValue":null}}]},
+      {"timeUnixNano":"2","asDouble":2,"attributes":[{"key":"only","value":{"intValue":5}}]},
+      {"timeUnixNano":"3","asDouble":3}]}})"));
+  REQUIRE(b.numbers.size() == 3);
+  CHECK(b.Attributes(b.numbers[0].series) ==
+        R"({"n":{"a":"x","b":{"c":[{"e":null,"f":true}],"d":1}},"o":7,"p":true,"q":"s",)"
+        R"("r":[2,3],"t":{"z":1},"u":[],"v":{}})");
+  CHECK(b.Attributes(b.numbers[1].series) == R"({"only":5})");
+  CHECK(b.Attributes(b.numbers[2].series) == "{}");
+}
+
 TEST_CASE("JSON histogram and exponential histogram and summary", "[json]") {
   auto b = MustDecode(Wrap(R"(
     {"name":"h","histogram":{"aggregationTemporality":1,"dataPoints":[{"timeUnixNano":"5","count":"6","sum":10.5,"min":0.5,"max":4,"bucketCounts":["1",2,3],"explicitBounds":[1,2.5]}]}},
