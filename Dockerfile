@@ -15,6 +15,9 @@ WORKDIR /src
 COPY scripts/install-deps scripts/install-deps
 RUN scripts/install-deps --no-umami && rm -rf /var/lib/apt/lists/*
 COPY . .
+# The context has no .git: `docker build --build-arg CORE_VERSION=$(git describe --always --dirty)`
+# gives the binaries their --version (common/version.cmake reads it at build time).
+ARG CORE_VERSION=
 RUN cmake -S . -B build -G Ninja -DCORE_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
  && ninja -C build -j"$(nproc)" \
  && ctest --test-dir build -L unit --output-on-failure \
@@ -28,8 +31,8 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       ca-certificates curl \
-      libnats3.4 libpq5 libcurl4 libsimdjson14 libspdlog1.10 libfmt9 libcpp-httplib0.11 \
-      libprotobuf32 \
+      libnats3.4 libpq5 libcurl4 libsimdjson14 libspdlog1.10 libfmt9 \
+      libprometheus-cpp-core1.0 libcivetweb1 libprotobuf32 \
  && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 core \
  && useradd --system --uid 10001 --gid core --home-dir /nonexistent --no-create-home \

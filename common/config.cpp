@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <arpa/inet.h>
+
 #include <cctype>
 #include <charconv>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 extern char** environ;
@@ -94,13 +97,25 @@ ConfigReader ConfigReader::FromProcess() {
   return ConfigReader(std::move(env));
 }
 
+void ConfigReader::Note(const std::string& name, const std::string& fallback) {
+  for (auto& [n, d] : variables_) {
+    if (n == name) {
+      if (d.empty()) d = fallback;
+      return;
+    }
+  }
+  variables_.emplace_back(name, fallback);
+}
+
 std::optional<std::string> ConfigReader::Optional(const std::string& name) {
+  Note(name, "");
   auto it = env_.find(name);
   if (it == env_.end() || it->second.empty()) return std::nullopt;
   return it->second;
 }
 
 std::string ConfigReader::String(const std::string& name, const std::string& fallback) {
+  Note(name, fallback);
   return Optional(name).value_or(fallback);
 }
 
@@ -109,6 +124,7 @@ void ConfigReader::Fail(const std::string& name, const std::string& why) {
 }
 
 int64_t ConfigReader::Int(const std::string& name, int64_t fallback, int64_t min, int64_t max) {
+  Note(name, std::to_string(fallback));
   auto v = Optional(name);
   if (!v) return fallback;
   int64_t n = 0;
@@ -125,6 +141,7 @@ int64_t ConfigReader::Int(const std::string& name, int64_t fallback, int64_t min
 }
 
 Millis ConfigReader::Duration(const std::string& name, Millis fallback, Millis min, Millis max) {
+  Note(name, FormatDuration(fallback));
   auto v = Optional(name);
   if (!v) return fallback;
   auto d = ParseDuration(*v);
@@ -141,6 +158,7 @@ Millis ConfigReader::Duration(const std::string& name, Millis fallback, Millis m
 
 std::string ConfigReader::OneOf(const std::string& name, const std::string& fallback,
                                 const std::vector<std::string>& allowed) {
+  Note(name, fallback);
   auto v = Optional(name);
   if (!v) return fallback;
   for (const auto& a : allowed) {
@@ -150,6 +168,16 @@ std::string ConfigReader::OneOf(const std::string& name, const std::string& fall
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
   Fail(name, "'" + *v + "' is not one of: " + list);
   return fallback;
+}
+
+std::string RedactUrl(const std::string& url) {
+  auto scheme = url.find("://");
+  size_t start = scheme == std::string::npos ? 0 : scheme + 3;
+  auto end = url.find_first_of("/?#", start);
+  std::string authority = url.substr(start, end == std::string::npos ? end : end - start);
+  auto at = authority.rfind('@');
+  if (at == std::string::npos) return url;
+  return url.substr(0, start) + "***" + url.substr(start + at);
 }
 
 std::vector<std::string> ConfigReader::UrlList(const std::string& name, const std::string& fallback,
@@ -165,14 +193,17 @@ std::vector<std::string> ConfigReader::UrlList(const std::string& name, const st
         rest = url.substr(s.size() + 3);
       }
     }
-    auto slash = rest.find('/');
-    std::string hostport = rest.substr(0, slash);
-    auto at = hostport.rfind('@');
-    if (at != std::string::npos) hostport = hostport.substr(at + 1);
+    std::string hostport = rest.substr(0, rest.find_first_of("/?#"));
+    if (hostport.find('@') != std::string::npos) {
+      Fail(name, "'" + RedactUrl(url) +
+                     "' carries user info (user:password@): refused, it would be printed "
+                     "wherever the URL is (logs, metric labels)");
+      continue;
+    }
     if (!scheme_ok || !ValidHostPort(hostport)) {
       std::string list;
       for (const auto& s : schemes) list += (list.empty() ? "" : " or ") + s + "://host:port";
-      Fail(name, "'" + url + "' is not a URL of the form " + list);
+      Fail(name, "'" + RedactUrl(url) + "' is not a URL of the form " + list);
       continue;
     }
     out.push_back(url.back() == '/' ? url.substr(0, url.size() - 1) : url);
@@ -190,6 +221,32 @@ std::string ConfigReader::HostPort(const std::string& name, const std::string& f
   return v;
 }
 
+std::string ConfigReader::ListenAddress(const std::string& name, const std::string& fallback) {
+  auto v = String(name, fallback);
+  auto colon = v.rfind(':');
+  in_addr addr{};
+  if (colon == std::string::npos || !ValidPort(v.substr(colon + 1)) ||
+      inet_pton(AF_INET, v.substr(0, colon).c_str(), &addr) != 1) {
+    Fail(name, "'" + v + "' is not IPv4-address:port (e.g. 0.0.0.0:9464, 127.0.0.1:0)");
+    return fallback;
+  }
+  return v;
+}
+
+std::string ConfigReader::ReadableFile(const std::string& name) {
+  auto v = Optional(name);
+  if (!v) return "";
+  std::error_code ec;
+  std::ifstream in(*v);
+  char c;
+  // A directory opens but does not read; a missing or forbidden file does not open.
+  if (!std::filesystem::is_regular_file(*v, ec) || !in || !in.get(c)) {
+    Fail(name, "'" + *v + "' is not a readable file");
+    return "";
+  }
+  return *v;
+}
+
 void ConfigReader::Finish() const {
   if (errors_.empty()) return;
   std::string msg = "bad configuration:";
@@ -200,9 +257,29 @@ void ConfigReader::Finish() const {
 CommonConfig ReadCommonConfig(ConfigReader& r, const std::string& default_metrics_listen) {
   CommonConfig c;
   c.nats_urls = r.UrlList("NATS_URL", "nats://127.0.0.1:4222", {"nats", "tls"});
+  int tls_urls = 0;
+  for (const auto& u : c.nats_urls) tls_urls += u.rfind("tls://", 0) == 0 ? 1 : 0;
+  // One connection is TLS or not for every server it may reconnect to: no mixing.
+  if (tls_urls > 0 && tls_urls < static_cast<int>(c.nats_urls.size())) {
+    r.Fail("NATS_URL", "mixes nats:// and tls:// servers: use tls:// for all or none");
+  }
+  c.nats_tls = tls_urls > 0;
+  c.nats_ca = r.ReadableFile("NATS_CA");
+  c.nats_cert = r.ReadableFile("NATS_CERT");
+  c.nats_key = r.ReadableFile("NATS_KEY");
+  if (r.Optional("NATS_CERT").has_value() != r.Optional("NATS_KEY").has_value()) {
+    r.Fail(r.Optional("NATS_CERT") ? "NATS_KEY" : "NATS_CERT",
+           "NATS_CERT and NATS_KEY go together (a client certificate and its key)");
+  }
+  if (!c.nats_tls && (r.Optional("NATS_CA") || r.Optional("NATS_CERT") || r.Optional("NATS_KEY"))) {
+    // A plain nats:// server would be used without TLS, the files ignored: say so now.
+    r.Fail("NATS_URL", "NATS_CA, NATS_CERT and NATS_KEY need tls:// URLs");
+  }
+  c.nats_connect_timeout = r.Duration("NATS_CONNECT_TIMEOUT", c.nats_connect_timeout,
+                                      std::chrono::milliseconds(100), std::chrono::minutes(1));
   c.nats_user = r.String("NATS_USER", "");
   c.nats_password = r.String("NATS_PASSWORD", "");
-  c.nats_creds = r.String("NATS_CREDS", "");
+  c.nats_creds = r.ReadableFile("NATS_CREDS");
   c.nats_inbox_prefix = r.String("NATS_INBOX_PREFIX", "");
   if (c.nats_inbox_prefix.find_first_of(" \t.*>") != std::string::npos) {
     r.Fail("NATS_INBOX_PREFIX",
@@ -214,14 +291,10 @@ CommonConfig ReadCommonConfig(ConfigReader& r, const std::string& default_metric
   if (c.nats_user.empty() && !c.nats_password.empty()) {
     r.Fail("NATS_USER", "is required when NATS_PASSWORD is set");
   }
-  if (!c.nats_creds.empty()) {
-    if (!c.nats_user.empty()) r.Fail("NATS_CREDS", "set either NATS_CREDS or NATS_USER, not both");
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(c.nats_creds, ec)) {
-      r.Fail("NATS_CREDS", "'" + c.nats_creds + "' is not a readable file");
-    }
+  if (r.Optional("NATS_CREDS") && !c.nats_user.empty()) {
+    r.Fail("NATS_CREDS", "set either NATS_CREDS or NATS_USER, not both");
   }
-  c.metrics_listen = r.HostPort("METRICS_LISTEN", default_metrics_listen);
+  c.metrics_listen = r.ListenAddress("METRICS_LISTEN", default_metrics_listen);
   c.log_level =
       r.OneOf("LOG_LEVEL", "info", {"trace", "debug", "info", "warn", "error", "critical", "off"});
   c.log_format = r.OneOf("LOG_FORMAT", "text", {"text", "json"});

@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace core {
@@ -38,11 +39,21 @@ class ConfigReader {
   Millis Duration(const std::string& name, Millis fallback, Millis min, Millis max);
   std::string OneOf(const std::string& name, const std::string& fallback,
                     const std::vector<std::string>& allowed);
-  // A comma list of URLs, each with one of the schemes and a host:port.
+  // A comma list of URLs, each with one of the schemes and a host:port. A URL with user info
+  // (user:password@) is refused: a password there would be printed wherever the URL is (logs,
+  // metric labels); the error shows the URL with the user info replaced by "***".
   std::vector<std::string> UrlList(const std::string& name, const std::string& fallback,
                                    const std::vector<std::string>& schemes);
   // host:port with a numeric port.
   std::string HostPort(const std::string& name, const std::string& fallback);
+  // An IPv4 address and a port ("0.0.0.0:9464"; port 0: any free port), where we listen.
+  std::string ListenAddress(const std::string& name, const std::string& fallback);
+  // A path to a file this process can read (unset: ""); a missing or unreadable one fails.
+  std::string ReadableFile(const std::string& name);
+
+  // Every variable asked for so far, in order, with its default as text ("" when none): what a
+  // binary's --help lists, so the list cannot drift from what it reads.
+  const std::vector<std::pair<std::string, std::string>>& variables() const { return variables_; }
 
   void Fail(const std::string& name, const std::string& why);
   // Throws ConfigError listing every problem found so far.
@@ -50,8 +61,11 @@ class ConfigReader {
   const std::vector<std::string>& errors() const { return errors_; }
 
  private:
+  void Note(const std::string& name, const std::string& fallback);
+
   std::map<std::string, std::string> env_;
   std::vector<std::string> errors_;
+  std::vector<std::pair<std::string, std::string>> variables_;
 };
 
 // What every binary reads: how to reach NATS, where to serve /metrics, how to log.
@@ -60,6 +74,15 @@ struct CommonConfig {
   std::string nats_user;
   std::string nats_password;
   std::string nats_creds;
+  // TLS: every NATS_URL is tls://. CA file (else the system's trust store), and a client
+  // certificate with its key for mutual TLS (both or neither).
+  bool nats_tls = false;
+  std::string nats_ca;
+  std::string nats_cert;
+  std::string nats_key;
+  // One attempt to connect to one server (TCP, TLS, the NATS handshake). It also bounds how long
+  // a SIGTERM waits for an attempt under way while a server is unreachable.
+  Millis nats_connect_timeout{1000};
   // Replies come to "<prefix>.<id>" (nats.c's default "_INBOX" when empty). A deployment gives
   // each user its own prefix and allows it only that, so no user can read another's replies.
   std::string nats_inbox_prefix;
@@ -70,6 +93,9 @@ struct CommonConfig {
 };
 
 CommonConfig ReadCommonConfig(ConfigReader& r, const std::string& default_metrics_listen);
+
+// The URL with any user info (user:password@) replaced by "***@", for messages.
+std::string RedactUrl(const std::string& url);
 
 // The stream and bucket settings of SPEC §2, shared by platformctl init and the services.
 struct TopologyConfig {

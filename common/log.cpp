@@ -74,4 +74,16 @@ void SetUpLogging(const std::string& service, const std::string& level, const st
   spdlog::set_default_logger(logger);
 }
 
+bool LogLimiter::Allow(std::chrono::steady_clock::time_point now, int64_t* suppressed) {
+  ++seen_;
+  if (seen_ <= first_ || now - last_ >= every_) {
+    *suppressed = suppressed_;
+    suppressed_ = 0;
+    last_ = now;
+    return true;
+  }
+  ++suppressed_;
+  return false;
+}
+
 }  // namespace core

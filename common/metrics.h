@@ -1,13 +1,26 @@
-// A small Prometheus metrics registry: counters, gauges and histograms with labels, and the text
-// exposition format (version 0.0.4).
+// The services' Prometheus metrics, kept by prometheus-cpp (Debian's prometheus-cpp-dev).
 //
-// Ownership: the Registry owns every family and every child; the references it hands out stay
-// valid for the Registry's lifetime, so hot paths look a child up once and keep the reference.
-// Thread-safety: every method of Counter, Gauge, Histogram, Family and Registry may be called from
-// any thread. Collectors run on the thread that calls Expose().
+// prometheus-cpp's Registry and Family hold every metric, and its TextSerializer writes the
+// exposition. This file adds what the services need on top, and nothing that stores a value:
+// - a family has fixed label names and its children are looked up by position
+//   (`family.With({"http://umami-1:3000", "5xx"})`), so a call site cannot mix up or forget one;
+// - registering a family again (a component re-created for a new leadership term) returns the
+//   one that exists, so its counts go on; another type or other label names is a bug and throws;
+// - collectors that run before each exposition (gauges read from elsewhere, e.g. JetStream);
+// - short names at the call sites: Counter::Inc, Gauge::Set/Inc/Dec, Histogram::Observe.
+//
+// Ownership: the Registry owns every family and child; the references it hands out stay valid
+// for the Registry's lifetime, so hot paths look a child up once and keep the reference.
+// Thread-safety: every method of Counter, Gauge, Histogram, Family and Registry may be called
+// from any thread. Collectors run on the thread that calls Expose().
 #pragma once
 
-#include <atomic>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,80 +30,84 @@
 
 namespace core::metrics {
 
+// A handle on one prometheus::Counter (owned by its prometheus::Family).
 class Counter {
  public:
-  void Inc(double v = 1.0);  // v < 0 is a bug and is ignored: a counter only goes up
-  double Value() const { return value_.load(std::memory_order_relaxed); }
+  using Native = prometheus::Counter;
+  explicit Counter(Native& c) : c_(c) {}
+  // A counter only goes up: v < 0 and NaN are ignored (prometheus-cpp would take NaN).
+  void Inc(double v = 1.0) {
+    if (v >= 0) c_.Increment(v);
+  }
+  double Value() const { return c_.Value(); }
 
  private:
-  std::atomic<double> value_{0.0};
+  Native& c_;
 };
 
 class Gauge {
  public:
-  void Set(double v) { value_.store(v, std::memory_order_relaxed); }
-  void Inc(double v = 1.0) { value_.fetch_add(v, std::memory_order_relaxed); }
-  void Dec(double v = 1.0) { value_.fetch_sub(v, std::memory_order_relaxed); }
-  double Value() const { return value_.load(std::memory_order_relaxed); }
+  using Native = prometheus::Gauge;
+  explicit Gauge(Native& g) : g_(g) {}
+  void Set(double v) { g_.Set(v); }
+  void Inc(double v = 1.0) { g_.Increment(v); }
+  void Dec(double v = 1.0) { g_.Decrement(v); }
+  double Value() const { return g_.Value(); }
 
  private:
-  std::atomic<double> value_{0.0};
+  Native& g_;
 };
 
 class Histogram {
  public:
-  explicit Histogram(std::vector<double> upper_bounds);  // sorted, finite; +Inf is implicit
-  void Observe(double v);
-
-  struct Snapshot {
-    std::vector<double> upper_bounds;
-    std::vector<uint64_t> cumulative;  // one per bound, then +Inf
-    double sum = 0;
-    uint64_t count = 0;
-  };
-  Snapshot Read() const;
+  using Native = prometheus::Histogram;
+  explicit Histogram(Native& h) : h_(h) {}
+  void Observe(double v) { h_.Observe(v); }
+  // What the exposition shows (for tests).
+  uint64_t Count() const;
+  double Sum() const;
 
  private:
-  const std::vector<double> bounds_;
-  mutable std::mutex mu_;
-  std::vector<uint64_t> counts_;  // per bucket, not cumulative; last is +Inf
-  double sum_ = 0;
-  uint64_t count_ = 0;
+  Native& h_;
 };
 
-enum class Type { kCounter, kGauge, kHistogram };
-
-// One metric name with its label names; children are created on first use of a label set.
+// One metric name with fixed label names; a child is created on first use of its label values.
 template <typename M>
 class Family {
  public:
-  using Factory = std::function<std::unique_ptr<M>()>;
-  Family(std::vector<std::string> label_names, Factory factory)
-      : label_names_(std::move(label_names)), factory_(std::move(factory)) {}
+  Family(prometheus::Family<typename M::Native>& native, std::vector<std::string> label_names,
+         std::vector<double> buckets)
+      : native_(native), label_names_(std::move(label_names)), buckets_(std::move(buckets)) {}
 
-  // The child for these label values (one per label name, in order). A wrong count is a bug.
+  // The child for these label values (one per label name, in order). A wrong count is a bug
+  // and throws std::invalid_argument.
   M& With(const std::vector<std::string>& label_values);
   M& Get() { return With({}); }
-
   const std::vector<std::string>& label_names() const { return label_names_; }
-  // Calls fn(label_values, child) for each child, in label order.
-  void ForEach(const std::function<void(const std::vector<std::string>&, const M&)>& fn) const;
 
  private:
+  prometheus::Family<typename M::Native>& native_;
   const std::vector<std::string> label_names_;
-  const Factory factory_;
-  mutable std::mutex mu_;
+  const std::vector<double> buckets_;  // histograms only
+  std::mutex mu_;
   std::map<std::vector<std::string>, std::unique_ptr<M>> children_;
 };
 
-// Adding a name that exists with the same type and label names returns the existing family
-// (the first registration's help and histogram bounds stay); another type or labels throws.
 class Registry {
  public:
+  Registry();
+  ~Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // A bad name, a bad or reserved label name (le, quantile, __*), a help text with a control
+  // character, or a name registered before with another type or label names: throws
+  // std::invalid_argument (a bug, found by the first test that builds the metrics).
   Family<Counter>& AddCounter(const std::string& name, const std::string& help,
                               std::vector<std::string> label_names = {});
   Family<Gauge>& AddGauge(const std::string& name, const std::string& help,
                           std::vector<std::string> label_names = {});
+  // upper_bounds: sorted, finite (+Inf is implicit).
   Family<Histogram>& AddHistogram(const std::string& name, const std::string& help,
                                   std::vector<double> upper_bounds,
                                   std::vector<std::string> label_names = {});
@@ -98,23 +115,26 @@ class Registry {
   // Runs before each exposition, to refresh gauges read from elsewhere (e.g. JetStream).
   void AddCollector(std::function<void()> collector);
 
-  // The whole registry in Prometheus text format.
+  // Runs the collectors, then the whole registry in Prometheus text format (version 0.0.4).
   std::string Expose() const;
 
- private:
-  struct Entry {
+  // Every family registered, with or without children (the exposition shows only those with
+  // one): for tests that check names and help texts.
+  struct FamilyInfo {
     std::string name;
+    char type;  // 'c' counter, 'g' gauge, 'h' histogram
     std::string help;
-    Type type;
-    std::unique_ptr<Family<Counter>> counters;
-    std::unique_ptr<Family<Gauge>> gauges;
-    std::unique_ptr<Family<Histogram>> histograms;
   };
-  Entry& Add(const std::string& name, const std::string& help, Type type,
+  std::vector<FamilyInfo> Families() const;
+
+ private:
+  struct Entry;
+  Entry& Add(const std::string& name, const std::string& help, char type,
              const std::vector<std::string>& label_names, bool* existed);
 
+  const std::shared_ptr<prometheus::Registry> native_;
   mutable std::mutex mu_;
-  std::map<std::string, Entry> entries_;
+  std::map<std::string, std::unique_ptr<Entry>> entries_;
   std::vector<std::function<void()>> collectors_;
 };
 
@@ -125,10 +145,7 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count);
 // at zero when the process starts (so a restart shows as a drop, which rate() handles).
 std::string CountsSinceStart(const std::string& help);
 
-// Exposition helpers, exposed for tests.
-std::string FormatValue(double v);
-std::string EscapeLabelValue(const std::string& v);
-std::string EscapeHelp(const std::string& v);
+// Name rules of the exposition format, exposed for tests.
 bool ValidMetricName(const std::string& name);
 bool ValidLabelName(const std::string& name);
 

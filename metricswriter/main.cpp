@@ -1,7 +1,9 @@
 // metricswriter: wires the environment to the Writer (see writer.h and README.md).
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 
 #include "common/config.h"
@@ -10,11 +12,36 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/nats_client.h"
+#include "common/service_cli.h"
 #include "common/stop_signal.h"
+#include "common/version.h"
 #include "metricswriter/config.h"
 #include "metricswriter/writer.h"
 
-int main() {
+namespace {
+
+core::ServiceUsage Usage() {
+  core::ServiceUsage u;
+  u.name = "metricswriter";
+  u.description =
+      "metricswriter: drains the API_METRICS stream (OTLP metric batches) into PostgreSQL, each "
+      "batch exactly once or dead-lettered to API_DLQ with its reason; serves /metrics and "
+      "/healthz.";
+  u.read_config = [](core::ConfigReader& r) {
+    core::ReadCommonConfig(r, mw::kDefaultMetricsListen);
+    mw::ReadWriterOptions(r);
+  };
+  u.exit_codes =
+      "Exit codes: 0 stopped by SIGTERM or SIGINT; 1 the writer stopped on an error it cannot "
+      "retry (e.g. a failed migration); 2 usage or configuration error (also a METRICS_LISTEN "
+      "that cannot be bound, a TLS file that cannot be loaded).";
+  return u;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (auto rc = core::HandleServiceArguments(argc, argv, Usage(), core::Version())) return *rc;
   core::StopSignal stop;  // first: blocks SIGTERM/SIGINT before any other thread exists
   core::NatsLibraryGuard nats_library;
   core::CommonConfig common;
@@ -30,15 +57,11 @@ int main() {
   }
   core::SetUpLogging("metricswriter", common.log_level, common.log_format);
 
-  core::NatsClient::Options nats_options;
-  nats_options.client_name = "metricswriter@" + common.instance;
-  nats_options.retry_first_connect = true;
-  auto nats = core::NatsClient::Connect(common, nats_options);
-  if (!nats.ok()) {
-    spdlog::critical("cannot connect to NATS: {}", nats.error().message);
-    return 1;
-  }
   core::metrics::Registry registry;
+  // /healthz answers from the start, 503 until NATS is reached. The connection is declared
+  // before the server, so the server (and its health callback) goes first.
+  std::unique_ptr<core::NatsClient> nats;
+  std::atomic<core::NatsClient*> connected{nullptr};
   // The writer of the current leadership term, for /healthz; null while following.
   std::mutex writer_mu;
   mw::Writer* writer = nullptr;
@@ -46,19 +69,37 @@ int main() {
     std::lock_guard lock(writer_mu);
     if (writer != nullptr) return writer->health();
     core::Health h;
-    h.ok = (*nats)->Connected();
+    core::NatsClient* n = connected.load();
+    h.ok = n != nullptr && n->Connected();
     h.detail = h.ok ? "follower: waiting for the metricswriter lease\n" : "nats: not connected\n";
     return h;
   });
   if (auto s = server.Start(common.metrics_listen); !s.ok()) {
     spdlog::critical("{}", s.error().message);
-    return 1;
+    return 2;
   }
-  spdlog::info("metricswriter serving /metrics and /healthz on {}", common.metrics_listen);
+  spdlog::info("metricswriter {} serving /metrics and /healthz on {}", core::Version(),
+               common.metrics_listen);
+
+  core::NatsClient::Options nats_options;
+  nats_options.client_name = "metricswriter@" + common.instance;
+  nats_options.retry_until_stopped = &stop;
+  auto client = core::NatsClient::Connect(common, nats_options);
+  if (!client.ok()) {
+    if (stop.stopping()) {
+      spdlog::info("metricswriter stopped before NATS could be reached");
+      return 0;
+    }
+    spdlog::critical("cannot connect to NATS: {}", client.error().message);  // a TLS file
+    return 2;
+  }
+  nats = std::move(*client);
+  connected = nats.get();
+  core::NatsStopGuard nats_stop(*nats, stop);
   // Only the holder of the `metricswriter` lease consumes. A term ends on SIGTERM or the moment
   // the lease is lost: the writer finishes the transaction under way, releases the rest and
   // returns, and this instance waits for the lease again.
-  core::LeaseKeeper lease(**nats, "metricswriter", core::ThisProcessHolder(common.instance),
+  core::LeaseKeeper lease(*nats, "metricswriter", core::ThisProcessHolder(common.instance),
                           registry);
   lease.Start();
   core::Status status = core::Status::Ok();
@@ -66,7 +107,7 @@ int main() {
     core::StopFlag term(&stop);
     lease.BindTerm(&term);
     {
-      mw::Writer w(options, **nats, registry, term);
+      mw::Writer w(options, *nats, registry, term);
       {
         std::lock_guard lock(writer_mu);
         writer = &w;

@@ -52,11 +52,18 @@ core::Result<std::unique_ptr<core::NatsClient>> Connect(const Shared& shared) {
   return core::NatsClient::Connect(shared.common, o);
 }
 
+// A TLS file nats.c cannot load is a configuration error; anything else: NATS not reachable.
+int ConnectFailed(const core::Error& e) {
+  std::cerr << "platformctl: " << e.message << "\n";
+  return e.kind == core::ErrorKind::kInvalid ? kExitUsage : kExitNoNats;
+}
+
 }  // namespace
 
-int Main(int argc, char** argv) {
+int Main(int argc, char** argv, const std::string& version) {
   core::NatsLibraryGuard nats_guard;
   CLI::App app{"platformctl: provisioning, stream backlog and DLQ tools for the core workers"};
+  app.set_version_flag("--version", "platformctl " + version);
   app.footer(kExitCodes);
   app.require_subcommand(1);
 
@@ -114,20 +121,14 @@ int Main(int argc, char** argv) {
 
   if (*init) {
     auto client = Connect(shared);
-    if (!client) {
-      std::cerr << "platformctl: " << client.error().message << "\n";
-      return kExitNoNats;
-    }
+    if (!client) return ConnectFailed(client.error());
     auto report = Init(**client, shared.topology, dry_run);
     PrintInit(report, dry_run, std::cout);
     return report.failed() ? kExitPartial : kExitOk;
   }
   if (*leaders) {
     auto client = Connect(shared);
-    if (!client) {
-      std::cerr << "platformctl: " << client.error().message << "\n";
-      return kExitNoNats;
-    }
+    if (!client) return ConnectFailed(client.error());
     auto views = ReadLeaders(**client);
     if (!views) {
       std::cerr << "platformctl: " << views.error().message << "\n";
@@ -164,10 +165,7 @@ int Main(int argc, char** argv) {
       return ServeStreams(shared.common, e);
     }
     auto client = Connect(shared);
-    if (!client) {
-      std::cerr << "platformctl: " << client.error().message << "\n";
-      return kExitNoNats;
-    }
+    if (!client) return ConnectFailed(client.error());
     auto views = CollectStreams(**client, streams_options);
     if (!views) {
       std::cerr << "platformctl: " << views.error().message << "\n";

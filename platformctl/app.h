@@ -3,10 +3,13 @@
 // 2 usage or configuration error, 3 cannot reach NATS.
 #pragma once
 
+#include <string>
+
 namespace platformctl {
 
 enum ExitCode { kExitOk = 0, kExitPartial = 1, kExitUsage = 2, kExitNoNats = 3 };
 
-int Main(int argc, char** argv);
+// version: the build's (core::Version()), for --version.
+int Main(int argc, char** argv, const std::string& version);
 
 }  // namespace platformctl

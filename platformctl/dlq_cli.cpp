@@ -194,6 +194,8 @@ int DlqCommands::Run(const core::CommonConfig& common) {
     std::cerr << "platformctl: " << client.error().message << "\n";
     return 3;
   }
+  // SIGTERM while NATS cannot be reached: what waits on it returns at once.
+  core::NatsStopGuard nats_stop(**client, stop);
   dlq::RunEnv env{**client, stop, std::cout, std::cerr,
                   isatty(STDOUT_FILENO) == 1 && isatty(STDERR_FILENO) == 1};
   int rc = 0;

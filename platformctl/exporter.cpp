@@ -3,8 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <limits>
+#include <memory>
 
 #include "common/http_server.h"
 #include "common/nats_client.h"
@@ -179,24 +181,21 @@ int ServeStreams(const core::CommonConfig& common, const ExporterOptions& option
   // A service logs at the configured level (platformctl's commands quieten "info" to "warn").
   spdlog::set_level(spdlog::level::from_str(common.log_level));
   core::StopSignal stop;  // before the NATS connection starts its threads
-  core::NatsClient::Options o;
-  o.client_name = "platformctl-exporter@" + common.instance;
-  o.retry_first_connect = true;  // a long-running service: wait for NATS like the others do
-  auto client = core::NatsClient::Connect(common, o);
-  if (!client) {
-    spdlog::critical("{}", client.error().message);
-    return kExitNoNats;
-  }
-  core::NatsClient& nats = **client;
 
   core::metrics::Registry registry;
   StreamGauges gauges(registry);
+  // /healthz answers from the start, 503 until NATS is reached; the connection is declared
+  // before the server, so the server (and its callbacks) goes first.
+  std::unique_ptr<core::NatsClient> nats;
+  std::atomic<core::NatsClient*> connected{nullptr};
   std::mutex read_mu;    // one reading at a time, even with concurrent scrapes
   bool failing = false;  // guarded by read_mu: log when readings start and stop failing
   auto read_once = [&]() {
+    core::NatsClient* n = connected.load();
+    if (n == nullptr) return;  // not connected yet: nothing read, no failure counted
     std::lock_guard lock(read_mu);
     auto start = std::chrono::steady_clock::now();
-    auto readings = ReadStreams(nats, options.only);
+    auto readings = ReadStreams(*n, options.only);
     double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!readings) {
       if (!failing) spdlog::warn("cannot read JetStream: {}", readings.error().message);
@@ -217,7 +216,8 @@ int ServeStreams(const core::CommonConfig& common, const ExporterOptions& option
   core::MetricsServer server(registry, [&]() {
     core::Health h;
     if (per_scrape) {
-      h.ok = nats.Connected();
+      core::NatsClient* n = connected.load();
+      h.ok = n != nullptr && n->Connected();
       h.detail = std::string("nats: ") + (h.ok ? "connected" : "not connected") + "\n";
       return h;
     }
@@ -233,6 +233,19 @@ int ServeStreams(const core::CommonConfig& common, const ExporterOptions& option
   spdlog::info(
       "serving JetStream stream and consumer gauges on {} ({})", options.listen,
       per_scrape ? "read on every scrape" : "read every " + core::FormatDuration(options.interval));
+
+  core::NatsClient::Options o;
+  o.client_name = "platformctl-exporter@" + common.instance;
+  o.retry_until_stopped = &stop;  // a long-running service: wait for NATS like the others do
+  auto client = core::NatsClient::Connect(common, o);
+  if (!client) {
+    if (stop.stopping()) return kExitOk;             // SIGTERM before NATS answered
+    spdlog::critical("{}", client.error().message);  // a TLS file nats.c cannot load
+    return kExitUsage;
+  }
+  nats = std::move(*client);
+  connected = nats.get();
+  core::NatsStopGuard nats_stop(*nats, stop);
   if (per_scrape) {
     while (!stop.WaitFor(std::chrono::seconds(1))) {
     }

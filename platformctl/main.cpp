@@ -1,3 +1,4 @@
+#include "common/version.h"
 #include "platformctl/app.h"
 
-int main(int argc, char** argv) { return platformctl::Main(argc, argv); }
+int main(int argc, char** argv) { return platformctl::Main(argc, argv, core::Version()); }

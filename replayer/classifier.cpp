@@ -1,12 +1,18 @@
 #include "replayer/classifier.h"
 
-#include <set>
+#include <vector>
 
 namespace replayer {
 
-void ProcessHealth::RecordCheck(bool passed, TimePoint now) {
+void ProcessHealth::RecordCheck(bool passed, TimePoint started, TimePoint now) {
   last_ = passed ? State::kUp : State::kDown;
   checked_at_ = now;
+  started_at_ = started;
+}
+
+ProcessHealth::State ProcessHealth::FreshSince(TimePoint since, TimePoint now) const {
+  if (started_at_ <= since) return State::kUnknown;  // begun with the send: maybe before it
+  return Fresh(now);
 }
 
 ProcessHealth::State ProcessHealth::Fresh(TimePoint now) const {
@@ -14,40 +20,36 @@ ProcessHealth::State ProcessHealth::Fresh(TimePoint now) const {
   return last_;
 }
 
-void WriteFaultWindow::Expire(TimePoint now) {
-  while (!failures_.empty() && now - failures_.front().first > kWindow) failures_.pop_front();
-  while (!stored_.empty() && now - stored_.front().first > kWindow) stored_.pop_front();
-}
-
-size_t WriteFaultWindow::StoredCount() const {
-  size_t n = 0;
-  for (const auto& [at, count] : stored_) n += count;
-  return n;
-}
-
-bool WriteFaultWindow::RecordFailure(const std::string& visitor, TimePoint now) {
-  Expire(now);
-  failures_.emplace_back(now, visitor);
+bool WriteFaultRun::RecordFailure(const std::string& visitor, TimePoint now) {
   if (faulted_) return false;
-  std::set<std::string> distinct;
-  for (const auto& f : failures_) distinct.insert(f.second);
-  if (distinct.size() >= kMinVisitors && distinct.size() >= StoredCount()) {
-    faulted_ = true;
-    return true;
+  // Failures more than a minute old belong to no run worth judging: drop them.
+  std::erase_if(recent_, [&](const auto& f) { return now - f.second > kWindow; });
+  if (recent_.empty()) run_start_ = now;
+  for (auto& f : recent_) {
+    if (f.first == visitor) {
+      f.second = now;
+      return false;
+    }
   }
-  return false;
+  recent_.emplace_back(visitor, now);
+  if (recent_.size() < kMinVisitors) return false;
+  faulted_ = true;
+  since_ = now;
+  return true;
 }
 
-bool WriteFaultWindow::RecordStored(TimePoint now) {
-  Expire(now);
-  if (!stored_.empty() && now - stored_.back().first < milliseconds(1000)) {
-    stored_.back().second++;
-  } else {
-    stored_.emplace_back(now, 1);
-  }
+bool WriteFaultRun::Expire(TimePoint now) {
+  if (!faulted_ || now - since_ < kMaxFault) return false;
+  faulted_ = false;
+  recent_.clear();
+  return true;
+}
+
+bool WriteFaultRun::RecordStored(TimePoint sent_at) {
+  if ((faulted_ || !recent_.empty()) && sent_at < run_start_) return false;
   bool ended = faulted_;
   faulted_ = false;
-  if (ended) failures_.clear();
+  recent_.clear();  // the run is over: the process writes
   return ended;
 }
 

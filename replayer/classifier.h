@@ -5,8 +5,6 @@
 
 #include <chrono>
 #include <cstddef>
-#include <deque>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,40 +21,62 @@ class ProcessHealth {
   enum class State { kUnknown, kUp, kDown };
   explicit ProcessHealth(milliseconds cache_for = milliseconds(3000)) : cache_for_(cache_for) {}
 
-  void RecordCheck(bool passed, TimePoint now);
+  // started: when the check began (its requests reflect the process from then on).
+  void RecordCheck(bool passed, TimePoint started, TimePoint now);
   // kUnknown when there is no check result younger than the cache time.
   State Fresh(TimePoint now) const;
+  // The result of a check that began after `since` (and is younger than the cache time), else
+  // kUnknown. A failed send is judged only by such a check: one that began before the send
+  // may have seen the process before a fault began.
+  State FreshSince(TimePoint since, TimePoint now) const;
   // The last result, however old (a process last seen down takes no new sends).
   State Last() const { return last_; }
-  bool check_running = false;
 
  private:
   milliseconds cache_for_;
   State last_ = State::kUnknown;
   TimePoint checked_at_{};
+  TimePoint started_at_{};
 };
 
-// The write-fault rule (SPEC §4): within one minute, at least 3 distinct visitors had a send
-// fail on this process while its checks passed, and they are at least as many as the sends it
-// stored. Latched until the process stores a send again.
-class WriteFaultWindow {
+// The write-fault rule (docs/replayer.md, "Write faults"), decided from what happened since a
+// process's failures began: a run starts with the first failed send (checks passing) after the
+// process last stored an event. When at least 3 distinct visitors failed in the run, within a
+// minute of each other, and the process stored nothing since the run began, the process cannot
+// write: failures stop counting against events. A store ends the run and the fault.
+// Why not compare with the stores of the last minute (the rule this replaced): under busy traffic
+// those are the stores made just before the fault began, and they outnumber the failing visitors
+// until the events' fourth failures have dead-lettered them.
+// A Umami answer that stored nothing (a bot) proves nothing either way and is not a store.
+class WriteFaultRun {
  public:
   static constexpr milliseconds kWindow{60'000};
   static constexpr size_t kMinVisitors = 3;
 
-  // Returns true when this failure put the process into the write-fault state.
+  // Returns true when this failure made the process a write fault.
   bool RecordFailure(const std::string& visitor, TimePoint now);
-  // Returns true when this success ended a write fault (every parked event retries now).
-  bool RecordStored(TimePoint now);
+  // A send that began at `sent_at` stored its event. It ends the run (returns true when it
+  // ended a write fault: every parked event retries now) only if it began after the run's first
+  // failure: one that began before may have been written before the fault began.
+  bool RecordStored(TimePoint sent_at);
+  // A write fault that has seen no store for kMaxFault ends by itself (returns true then): a
+  // "write fault" that only poison heads made (a few of them failing while nothing else was
+  // sent) would otherwise hold them for ever. Their failures count from then on; a real fault
+  // is declared again by the next new events that fail.
+  bool Expire(TimePoint now);
   bool faulted() const { return faulted_; }
+  TimePoint since() const { return since_; }  // when the write fault began
+  static constexpr milliseconds kMaxFault{20 * 60'000};
+  // Distinct visitors failing in the current run's last minute (at most kMinVisitors are kept).
+  size_t visitors() const { return recent_.size(); }
 
  private:
-  void Expire(TimePoint now);
-  std::deque<std::pair<TimePoint, std::string>> failures_;
-  // Stored sends per whole second of the window: bounded memory at any send rate.
-  std::deque<std::pair<TimePoint, size_t>> stored_;
-  size_t StoredCount() const;
+  // The last failure time of up to kMinVisitors distinct visitors of the run: enough to decide,
+  // bounded whatever the traffic.
+  std::vector<std::pair<std::string, TimePoint>> recent_;
   bool faulted_ = false;
+  TimePoint since_{};
+  TimePoint run_start_{};  // the first failure of the run under way (if recent_ is not empty)
 };
 
 // After a send failed and the checks decided.

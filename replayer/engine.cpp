@@ -1,13 +1,50 @@
+// The replayer's shell: executes the engine core's commands against NATS and Umami and feeds
+// their outcomes back (docs/replayer.md, "Engine core"). No decision is made here.
 #include "replayer/engine.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
+#include "common/dead_letter.h"
+#include "common/timefmt.h"
 #include "common/topology.h"
 #include "replayer/engine_state.h"
+#include "replayer/umami_reply.h"
 
 namespace replayer {
+namespace {
+
+constexpr milliseconds kMaxWait{100};  // the longest the engine thread waits in one poll
+
+CoreConfig CoreConfigOf(const ReplayerConfig& c) {
+  CoreConfig k;
+  k.processes = c.umami_urls;
+  k.workers = c.workers;
+  k.sends_per_process = c.sends_per_process;
+  k.max_in_flight = c.max_in_flight;
+  k.max_bytes_in_flight = c.max_bytes_in_flight;
+  k.max_message_bytes = c.max_message_bytes;
+  k.fetch_batch = c.fetch_batch;
+  k.ack_wait = c.ack_wait;
+  k.send_timeout = c.send_timeout;
+  k.check_cache = c.check_cache;
+  return k;
+}
+
+PubOutcome OutcomeOf(const core::Status& st) {
+  if (st) return {};
+  const std::string& m = st.error().message;
+  // The server refuses a message over its max payload or a stream's max message size:
+  // retrying the same bytes cannot help.
+  bool too_large = m.find("Maximum Payload") != std::string::npos ||
+                   m.find("maximum payload") != std::string::npos ||
+                   m.find("exceeds maximum") != std::string::npos ||
+                   m.find("JetStream error 10054") != std::string::npos;
+  return {too_large ? PubOutcome::Kind::kTooLarge : PubOutcome::Kind::kFailed, m};
+}
+
+}  // namespace
 
 ReplayerConfig ReadReplayerConfig(core::ConfigReader& r) {
   ReplayerConfig c;
@@ -16,6 +53,8 @@ ReplayerConfig ReadReplayerConfig(core::ConfigReader& r) {
   c.sends_per_process =
       static_cast<int>(r.Int("REPLAYER_SENDS_PER_PROCESS", c.sends_per_process, 1, 4096));
   c.max_in_flight = static_cast<int>(r.Int("REPLAYER_MAX_IN_FLIGHT", c.max_in_flight, 1, 100000));
+  c.max_bytes_in_flight =
+      r.Int("REPLAYER_MAX_BYTES_IN_FLIGHT", c.max_bytes_in_flight, 1 << 20, int64_t{1} << 40);
   c.ack_wait =
       r.Duration("REPLAYER_ACK_WAIT", c.ack_wait, core::Millis(3000), core::Millis(600'000));
   c.send_timeout =
@@ -23,12 +62,19 @@ ReplayerConfig ReadReplayerConfig(core::ConfigReader& r) {
   return c;
 }
 
+Engine::State::State(core::NatsClient& n, ReplayerConfig c, ReplayerMetrics& mm)
+    : nats(n), cfg(std::move(c)), m(mm), core(CoreConfigOf(cfg)) {
+  for (const auto& url : cfg.umami_urls) {
+    send_urls.push_back(url + "/api/send");
+    send_seconds.push_back(&m.send_seconds.With({url}));
+  }
+}
+
 Engine::Engine(core::NatsClient& nats, ReplayerConfig config, ReplayerMetrics& metrics)
     : s_(std::make_unique<State>(nats, std::move(config), metrics)) {}
 
 Engine::~Engine() {
-  s_->intake_stop = true;
-  if (s_->intake.joinable()) s_->intake.join();
+  s_->workers.reset();
   // The publisher's completions reach into the inbox and the HTTP pool: it must go (waiting for
   // its last acks) while they still exist, whatever the members' order.
   s_->publisher.reset();
@@ -51,7 +97,7 @@ core::Status Engine::Start() {
   s.stored_ids = std::move(*stored);
   auto visits = core::KvBucket::Bind(s.nats, core::topology::kVisitStateBucket);
   if (!visits) return visits.error();
-  s.visits = std::move(*visits);
+  s.visit_bucket = std::move(*visits);
   if (!s.acks_nats) {
     core::NatsClient::Options o;
     o.client_name = "replayer acks";
@@ -63,77 +109,233 @@ core::Status Engine::Start() {
   }
   auto publisher =
       core::AsyncPublisher::Create(*s.acks_nats, [this](uint64_t tag, const core::Status& st) {
-        {
-          std::lock_guard lock(s_->inbox_mu);
-          s_->inbox_done.push_back({tag, st});
+        if (tag == 0) {
+          if (!st) spdlog::warn("visit state not saved: {}", st.error().message);
+          return;
         }
+        s_->inbox.Put(PubDone{tag, OutcomeOf(st)});
         s_->http.Wakeup();
       });
   if (!publisher) return publisher.error();
   s.publisher = std::move(*publisher);
-  for (const auto& p : s.processes) s.m.process_up.With({p.url}).Set(1);
+  for (const auto& url : s.cfg.umami_urls) s.m.process_up.With({url}).Set(0);
   return core::Status::Ok();
 }
 
 void Engine::Run(core::StopFlag& stop) {
   auto& s = *s_;
-  // A process takes sends only once its checks passed: this also warms Umami's routes.
-  for (int i = 0; i < static_cast<int>(s.processes.size()); ++i) s.StartCheck(i, Clock::now());
-  s.intake = std::thread([&s] { s.IntakeLoop(); });
-  TimePoint stop_deadline{};
-  TimePoint last_tick{};
-  while (true) {
+  s.workers = std::make_unique<Workers>(*s.consumer, *s.stored_ids, *s.visit_bucket, s.inbox,
+                                        [&s] { s.http.Wakeup(); });
+  s.core.Start(Clock::now());
+  s.Execute();
+  bool told = false;
+  TimePoint last_gauges{};
+  while (!s.core.Done()) {
     TimePoint now = Clock::now();
-    bool stopping = stop.stopping();
-    if (stopping && stop_deadline == TimePoint{}) {
-      spdlog::info("stopping: no new fetches or sends; finishing {} held events",
-                   s.held_count.load());
-      s.intake_stop = true;
-      s.intake.join();
-      stop_deadline = now + kStopGrace;
-    }
-    s.DrainInbox(now);
-    if (now - last_tick >= milliseconds(1000)) {
-      s.Tick(now);
-      last_tick = now;
-    }
-    while (!s.timers.empty() && s.timers.top().first <= now) {
-      uint64_t id = s.timers.top().second;
-      s.timers.pop();
-      auto it = s.held.find(id);
-      if (it == s.held.end()) continue;
-      Held& h = it->second;
-      if (h.stage == Stage::kBackoff && h.next_at <= now) {
-        if (!h.dlq_reason.empty())
-          s.DeadLetter(id, h, h.dlq_reason, h.dlq_code, now);
-        else
-          s.MakeReady(id, h);
-      } else if (h.stage == Stage::kFinishing && h.next_at <= now) {
-        s.PublishGuard(id, h, now);  // no ack for the guard record in time: write it again
-      } else if (h.stage == Stage::kDeadLettering && h.next_at <= now) {
-        s.DeadLetter(id, h, h.dlq_reason, h.dlq_code, now);  // no answer in time: again
+    if (!told && stop.stopping()) {
+      told = true;
+      if (stop.expired()) {
+        spdlog::warn(
+            "the lease is lost: no new fetches or sends; {} held events are left to the "
+            "next leader once the sends under way are answered",
+            s.core.held());
+        s.core.OnLeadershipLost(now);
+      } else {
+        spdlog::info("stopping: no new fetches or sends; finishing {} held events", s.core.held());
+        s.core.OnStop(now);
       }
+      s.Execute();
     }
-    if (stopping) {
-      // Nothing new starts; wait for sends, guard records and DLQ copies under way, then release
-      // the rest.
-      bool busy = s.http.in_flight() > 0;
-      for (const auto& [id, h] : s.held) {
-        busy = busy || h.stage == Stage::kFinishing || h.stage == Stage::kDeadLettering;
-      }
-      if (!busy || now >= stop_deadline) break;
-    } else {
-      s.Dispatch(now);
+    s.DrainInbox();
+    now = Clock::now();
+    if (now >= s.wake_at) {
+      s.core.OnTimer(now);
+      s.Execute();
     }
-    milliseconds wait = kTick;
-    if (!s.timers.empty()) {
-      auto until = std::chrono::duration_cast<milliseconds>(s.timers.top().first - now);
-      wait = std::clamp(until, milliseconds(0), kTick);
+    if (now - last_gauges >= milliseconds(1000)) {
+      s.UpdateGauges();
+      last_gauges = now;
     }
-    for (auto& r : s.http.Poll(wait)) s.OnResponse(std::move(r), Clock::now());
+    if (s.core.Done()) break;
+    auto wait = std::chrono::duration_cast<milliseconds>(s.wake_at - Clock::now());
+    wait = std::clamp(wait, milliseconds(0), kMaxWait);
+    for (auto& r : s.http.Poll(wait)) s.OnHttp(std::move(r));
   }
-  s.ReleaseAll(/*hand_back=*/!stop.expired());
+  // Acks written on the coalescing connection, and the naks on this one, reach the server
+  // before this term ends.
+  if (s.acks_nats) {
+    if (auto st = s.acks_nats->Flush(5000); !st) {
+      spdlog::warn("flushing acks: {} (their events are redelivered and skipped by the guard)",
+                   st.error().message);
+    }
+  }
+  if (auto st = s.nats.Flush(5000); !st) {
+    spdlog::warn("releasing held events: {} (they return after the ack wait)", st.error().message);
+  }
+  s.workers.reset();
+  s.messages.clear();
   s.UpdateGauges();
+}
+
+void Engine::State::DrainInbox() {
+  Inbox::Batch in = inbox.Take();
+  in.published.insert(in.published.end(), failed_now.begin(), failed_now.end());
+  failed_now.clear();
+  TimePoint now = Clock::now();
+  for (auto& f : in.fetched) {
+    for (size_t i = 0; i < f.messages.size(); ++i) {
+      messages.emplace(f.deliveries[i].ref, std::move(f.messages[i]));
+    }
+    core.OnFetched(std::move(f.deliveries), f.error, now);
+    Execute();
+  }
+  for (auto& g : in.guards) {
+    core.OnGuardAnswer(g.lookup_id, g.answer, now);
+    Execute();
+  }
+  for (auto& v : in.visits) {
+    core.OnVisitAnswer(v.lane, v.answer, v.value, now);
+    Execute();
+  }
+  for (auto& p : in.published) {
+    core.OnPublished(p.tag, p.outcome, now);
+    Execute();
+  }
+}
+
+void Engine::State::OnHttp(HttpResponse r) {
+  HttpAnswer a{r.status, std::move(r.body), std::move(r.error), r.seconds};
+  TimePoint now = Clock::now();
+  if (r.tag & kCheckTag) {
+    uint64_t id = (r.tag & ~kCheckTag) >> 1;
+    core.OnCheckAnswer(id, (r.tag & 1) ? CheckPart::kProbe : CheckPart::kHeartbeat, a, now);
+  } else {
+    core.OnSendAnswer(r.tag, a, now);
+  }
+  Execute();
+}
+
+void Engine::State::Execute() {
+  core.Take(out);
+  LookupJob job;
+  for (auto& c : out.commands) {
+    if (auto* g = std::get_if<GuardLookupCmd>(&c)) {
+      job.guards.push_back(std::move(*g));
+    } else if (auto* v = std::get_if<VisitLookupCmd>(&c)) {
+      job.visits.push_back(std::move(*v));
+    } else {
+      ExecuteCommand(c);
+    }
+  }
+  if (!job.guards.empty() || !job.visits.empty()) workers->LookUp(std::move(job));
+  for (const auto& n : out.notes) Observe(n);
+  // Finished messages are freed together: nats.c hands each freed message to its collector
+  // thread, and wakes that thread once for a burst instead of once per message.
+  freed.clear();
+}
+
+void Engine::State::ExecuteCommand(Command& c) {
+  std::visit(
+      [this](auto& cmd) {
+        using T = std::decay_t<decltype(cmd)>;
+        if constexpr (std::is_same_v<T, FetchCmd>) {
+          workers->Fetch(cmd);
+        } else if constexpr (std::is_same_v<T, SendCmd>) {
+          HttpRequest r;
+          r.tag = cmd.send_id;
+          r.url = send_urls[cmd.process];
+          r.post = true;
+          r.body = std::move(cmd.body);
+          r.headers = std::move(cmd.headers);
+          r.timeout = cmd.timeout;
+          http.Submit(std::move(r));
+        } else if constexpr (std::is_same_v<T, CheckCmd>) {
+          const std::string& url = cfg.umami_urls[cmd.process];
+          HttpRequest hb;
+          hb.tag = kCheckTag | (cmd.check_id << 1);
+          hb.url = url + "/api/heartbeat";
+          hb.timeout = milliseconds(3000);
+          http.Submit(std::move(hb));
+          HttpRequest probe;
+          probe.tag = kCheckTag | (cmd.check_id << 1) | 1;
+          probe.url = url + "/api/send";
+          probe.post = true;
+          probe.body = ProbeBody();
+          probe.timeout = milliseconds(5000);
+          probe.headers.emplace_back("Content-Type", "application/json");
+          probe.headers.emplace_back(
+              "User-Agent",
+              "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/120 Safari/537.36");
+          http.Submit(std::move(probe));
+        } else if constexpr (std::is_same_v<T, AckCmd>) {
+          auto it = messages.find(cmd.ref);
+          if (it == messages.end()) return;
+          if (auto st = it->second.AckOn(*acks_nats); !st) {
+            spdlog::warn("ack of seq {} failed (a redelivery is recognised): {}",
+                         it->second.stream_seq(), st.error().message);
+          }
+          freed.push_back(std::move(it->second));
+          messages.erase(it);
+        } else if constexpr (std::is_same_v<T, InProgressCmd>) {
+          auto it = messages.find(cmd.ref);
+          if (it != messages.end()) (void)it->second.InProgress();
+        } else if constexpr (std::is_same_v<T, NakCmd>) {
+          auto it = messages.find(cmd.ref);
+          if (it == messages.end()) return;
+          (void)it->second.Nak(cmd.delay);
+          freed.push_back(std::move(it->second));
+          messages.erase(it);
+        } else if constexpr (std::is_same_v<T, ForgetCmd>) {
+          auto it = messages.find(cmd.ref);
+          if (it == messages.end()) return;
+          freed.push_back(std::move(it->second));
+          messages.erase(it);
+        } else if constexpr (std::is_same_v<T, PutGuardCmd>) {
+          core::OutMessage put;
+          put.subject = "$KV." + std::string(core::topology::kStoredIdsBucket) + "." + cmd.key;
+          put.data = std::move(cmd.value);
+          Publish(put, cmd.pub_id);
+        } else if constexpr (std::is_same_v<T, PutVisitCmd>) {
+          core::OutMessage put;
+          put.subject = "$KV." + std::string(core::topology::kVisitStateBucket) + "." + cmd.key;
+          put.data = std::move(cmd.value);
+          Publish(put, 0);
+        } else if constexpr (std::is_same_v<T, DeadLetterCmd>) {
+          auto it = messages.find(cmd.ref);
+          if (it == messages.end()) {
+            failed_now.push_back({cmd.pub_id, {PubOutcome::Kind::kFailed, "message not held"}});
+            return;
+          }
+          const core::Message& msg = it->second;
+          core::dead_letter::Origin origin{std::string(msg.subject()), msg.stream(),
+                                           msg.stream_seq(), std::string(msg.data()),
+                                           msg.AllHeaders()};
+          Publish(core::dead_letter::Build(origin, cmd.reason, cmd.detail), cmd.pub_id);
+        } else if constexpr (std::is_same_v<T, ArmTimerCmd>) {
+          wake_at = cmd.at;
+        }
+      },
+      c);
+}
+
+void Engine::State::Publish(const core::OutMessage& msg, uint64_t tag) {
+  if (auto st = publisher->Publish(msg, tag); !st) {
+    if (tag == 0) {
+      spdlog::warn("visit state not saved: {}", st.error().message);
+    } else {
+      failed_now.push_back({tag, OutcomeOf(st)});
+      http.Wakeup();
+    }
+  }
+}
+
+void Engine::State::UpdateGauges() {
+  m.held.Set(core.held());
+  m.held_bytes.Set(static_cast<double>(core.held_bytes()));
+  m.sending.Set(core.sends_in_flight());
+  m.lanes_active.Set(static_cast<double>(core.lanes_active()));
+  m.lanes_blocked.Set(static_cast<double>(core.lanes_blocked()));
+  m.nats_connected.Set(nats.Connected() ? 1 : 0);
 }
 
 }  // namespace replayer

@@ -1,11 +1,12 @@
-// The replayer engine: drains WEB_EVENTS into Umami (SPEC §4).
+// The replayer engine: drains WEB_EVENTS into Umami (docs/replayer.md). This is the shell around
+// the engine core (engine_core.h), which makes every decision; the shell executes its commands
+// against NATS and Umami and feeds the outcomes back.
 //
 // Threads: Run() is called on one thread (the engine thread) and returns after a stop request
-// once everything held is finished or released. It starts one intake thread that fetches,
-// parses, rejects poison at once, applies the duplicate guard and looks up visit state, then
-// hands events to the engine thread through an inbox. NATS completions (async publishes) arrive
-// on nats.c threads and go through the same inbox. All decision state (lanes, health, write
-// faults, held events) belongs to the engine thread alone.
+// once everything held is finished or released. It starts a fetch thread (fetch and parse) and a
+// lookup thread (KV reads), which carry out the core's requests and answer through an inbox;
+// NATS completions (async publishes) arrive on nats.c threads and go through the same inbox.
+// The core, the HTTP pool and every held message belong to the engine thread alone.
 // Ownership: the engine borrows the NatsClient, the metrics and the stop signal; it owns the
 // consumer, the KV handles, the HTTP pool and every held message.
 #pragma once
@@ -29,7 +30,9 @@ struct ReplayerConfig {
   // Concurrent sends to one Umami process. More than it can serve only adds latency (and a
   // send that outlives its timeout may still be stored: a duplicate when retried).
   int sends_per_process = 32;
-  int max_in_flight = 900;  // messages held
+  int max_in_flight = 900;                   // messages held
+  int64_t max_bytes_in_flight = 64ll << 20;  // bytes held (payload and headers)
+  int64_t max_message_bytes = 1ll << 20;     // the server's max payload (read at start)
   core::Millis ack_wait{30'000};
   core::Millis send_timeout{30'000};
   core::Millis check_cache{3'000};

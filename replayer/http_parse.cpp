@@ -5,6 +5,8 @@
 #include <charconv>
 #include <optional>
 
+#include "replayer/http_check.h"
+
 namespace replayer {
 namespace {
 
@@ -31,7 +33,84 @@ bool HasToken(std::string_view value, std::string_view token) {
   return false;
 }
 
+// Trims optional whitespace (SP, HTAB) around a field value.
+std::string_view TrimOws(std::string_view v) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return v;
+}
+
+// Splits "name: value": false when the name is not a token (no whitespace before the colon,
+// no obs-fold) or the value holds a control character.
+bool SplitField(std::string_view line, std::string_view& name, std::string_view& value) {
+  size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return false;
+  name = line.substr(0, colon);
+  value = TrimOws(line.substr(colon + 1));
+  return IsValidHeaderName(name) && IsValidHeaderValue(value);
+}
+
 }  // namespace
+
+std::optional<StatusLine> ParseStatusLine(std::string_view line) {
+  // HTTP/1.x SP 3DIGIT [SP reason-phrase]
+  if (line.size() < 12 || line.substr(0, 7) != "HTTP/1." || line[8] != ' ') return std::nullopt;
+  if (line[7] != '0' && line[7] != '1') return std::nullopt;
+  for (size_t i = 9; i < 12; ++i)
+    if (line[i] < '0' || line[i] > '9') return std::nullopt;
+  if (line.size() > 12 && line[12] != ' ') return std::nullopt;
+  if (line.size() > 13 && !IsValidHeaderValue(line.substr(13))) return std::nullopt;
+  StatusLine s;
+  s.minor = line[7] - '0';
+  s.code = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+  if (s.code < 100) return std::nullopt;
+  return s;
+}
+
+bool IsValidFieldLine(std::string_view line) {
+  std::string_view name, value;
+  return SplitField(line, name, value);
+}
+
+bool ResponseHead::Fail(std::string why) {
+  if (error_.empty()) error_ = std::move(why);
+  return false;
+}
+
+bool ResponseHead::AddField(std::string_view line) {
+  if (!error_.empty()) return false;
+  std::string_view name, value;
+  if (!SplitField(line, name, value)) {
+    return Fail(line.find(':') == std::string_view::npos
+                    ? "a header line has no colon"
+                    : "a header field is malformed (whitespace before the colon, or a control "
+                      "character)");
+  }
+  if (IEquals(name, "Content-Length")) {
+    size_t n = 0;
+    auto [q, err] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (value.empty() || err != std::errc() || q != value.data() + value.size())
+      return Fail("Content-Length is not one decimal number");
+    if (length_ && *length_ != n) return Fail("two different Content-Length values");
+    length_ = n;
+  } else if (IEquals(name, "Transfer-Encoding")) {
+    // Only chunked is understood; any other coding (or chunked twice) would leave the body's
+    // end unknown or undecoded.
+    if (chunked_ || !IEquals(value, "chunked"))
+      return Fail("unsupported Transfer-Encoding (only a single chunked is accepted)");
+    chunked_ = true;
+  } else if (IEquals(name, "Connection")) {
+    if (HasToken(value, "close")) keep_ = false;
+    if (HasToken(value, "keep-alive") && !keep_.has_value()) keep_ = true;
+  }
+  return true;
+}
+
+bool ResponseHead::Finish() {
+  if (!error_.empty()) return false;
+  if (chunked_ && length_) return Fail("both Transfer-Encoding and Content-Length");
+  return true;
+}
 
 void HttpResponseParser::Reset() {
   state_ = State::kMore;
@@ -82,54 +161,34 @@ HttpResponseParser::State HttpResponseParser::Finish() {
 
 bool HttpResponseParser::ParseHead(std::string_view head) {
   size_t eol = head.find("\r\n");
-  std::string_view line = head.substr(0, eol);
-  // HTTP/1.x SP 3DIGIT [SP reason]
-  if (line.size() < 12 || line.substr(0, 7) != "HTTP/1." || line[8] != ' ') return false;
-  bool http10 = line[7] == '0';
-  int code = 0;
-  auto [p, ec] = std::from_chars(line.data() + 9, line.data() + 12, code);
-  if (ec != std::errc() || p != line.data() + 12 || code < 100 || code > 999) return false;
-  status_ = code;
-  bool chunked = false;
-  bool have_length = false;
-  size_t length = 0;
-  std::optional<bool> conn_keep;
+  auto status = ParseStatusLine(head.substr(0, eol));
+  if (!status) {
+    error_ = "the answer is not an HTTP/1.0 or 1.1 status line";
+    return false;
+  }
+  status_ = status->code;
+  ResponseHead fields;
   std::string_view rest = eol == std::string_view::npos ? "" : head.substr(eol + 2);
   while (!rest.empty()) {
     size_t e = rest.find("\r\n");
-    std::string_view field = rest.substr(0, e);
+    fields.AddField(rest.substr(0, e));
     rest = e == std::string_view::npos ? "" : rest.substr(e + 2);
-    size_t colon = field.find(':');
-    if (colon == std::string_view::npos) return false;
-    std::string_view name = field.substr(0, colon);
-    std::string_view value = field.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
-      value.remove_prefix(1);
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    if (IEquals(name, "Content-Length")) {
-      size_t n = 0;
-      auto [q, err] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (err != std::errc() || q != value.data() + value.size()) return false;
-      if (have_length && n != length) return false;  // conflicting lengths: not safe to reuse
-      have_length = true;
-      length = n;
-    } else if (IEquals(name, "Transfer-Encoding")) {
-      chunked = chunked || HasToken(value, "chunked");
-    } else if (IEquals(name, "Connection")) {
-      if (HasToken(value, "close")) conn_keep = false;
-      if (HasToken(value, "keep-alive") && !conn_keep.has_value()) conn_keep = true;
-    }
   }
-  keep_alive_ = conn_keep.value_or(!http10);
+  if (!fields.Finish()) {
+    error_ = fields.error();
+    return false;
+  }
+  keep_alive_ = fields.connection_keep_alive().value_or(status->minor == 1);
+  int code = status->code;
   if (code < 200) return true;  // interim: the caller skips it
   if (code == 204 || code == 304) {
     phase_ = Phase::kFixed;
     remaining_ = 0;
-  } else if (chunked) {
+  } else if (fields.chunked()) {
     phase_ = Phase::kChunkSize;
-  } else if (have_length) {
+  } else if (fields.length()) {
     phase_ = Phase::kFixed;
-    remaining_ = length;
+    remaining_ = *fields.length();
   } else {
     phase_ = Phase::kToClose;
     keep_alive_ = false;
@@ -154,7 +213,7 @@ HttpResponseParser::State HttpResponseParser::Run() {
           buf_.erase(0, pos);
           return state_;
         }
-        if (!ParseHead(rest.substr(0, end))) return Fail("the answer is not an HTTP/1.x response");
+        if (!ParseHead(rest.substr(0, end))) return Fail(error_);
         pos += end + 4;
         if (status_ < 200 && status_ != 101) {
           phase_ = Phase::kHead;  // 1xx: the final response follows
@@ -225,8 +284,12 @@ HttpResponseParser::State HttpResponseParser::Run() {
           buf_.erase(0, pos);
           return state_;
         }
+        if (eol == 0) {
+          pos += 2;
+          return done();  // the empty line ends the message
+        }
+        if (!IsValidFieldLine(rest.substr(0, eol))) return Fail("a trailer field is malformed");
         pos += eol + 2;
-        if (eol == 0) return done();  // the empty line ends the message
         continue;
       }
       case Phase::kToClose:

@@ -1,15 +1,60 @@
-// Incremental parser of one HTTP/1.1 response (RFC 9112): status line, header fields, and a
-// body framed by Content-Length, the chunked transfer coding, or the end of the connection.
+// What a response head must be, and an incremental parser of one HTTP/1.1 response (RFC 9112):
+// status line, header fields, and a body framed by Content-Length, the chunked transfer coding,
+// or the end of the connection.
 //
-// Pure: no I/O, no clock; the HTTP pool feeds it what a connection reads. Not thread-safe: one
-// parser per connection, reused (Reset) for the next response on it.
+// The head rules (ParseStatusLine, ResponseHead) are strict and shared: the hand-written client
+// parses with them and the libcurl client checks every line curl hands it with them, so both
+// refuse the same answers (a four-digit status, "HTTP/1.9", whitespace before a colon, a
+// transfer coding other than chunked, a length that is not one decimal number or that
+// conflicts with another length or with chunked) instead of each guessing its own way.
+//
+// Pure: no I/O, no clock; the clients feed it what a connection reads. Not thread-safe: one
+// parser (or ResponseHead) per connection, reused (Reset) for the next response on it.
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace replayer {
+
+struct StatusLine {
+  int minor = 1;  // HTTP/1.<minor>: 0 or 1
+  int code = 0;   // 100..999
+};
+
+// "HTTP/1.0" or "HTTP/1.1", one space, exactly three digits, then the end of the line or a
+// space and a reason phrase without control characters (except HTAB). `line` has no CRLF.
+std::optional<StatusLine> ParseStatusLine(std::string_view line);
+
+// The header fields of one response head, line by line: checks each line and keeps what
+// frames the body.
+class ResponseHead {
+ public:
+  // One field line without its CRLF. False when it breaks the rules (see error()); later calls
+  // keep failing.
+  bool AddField(std::string_view line);
+  // After the last field: false when the fields conflict (Content-Length beside chunked).
+  bool Finish();
+  void Reset() { *this = ResponseHead(); }
+
+  bool chunked() const { return chunked_; }
+  std::optional<size_t> length() const { return length_; }
+  std::optional<bool> connection_keep_alive() const { return keep_; }  // from Connection
+  const std::string& error() const { return error_; }
+
+ private:
+  bool Fail(std::string why);
+
+  bool chunked_ = false;
+  std::optional<size_t> length_;
+  std::optional<bool> keep_;
+  std::string error_;
+};
+
+// A trailer field after a chunked body: a valid field line, framing fields not looked at.
+bool IsValidFieldLine(std::string_view line);
 
 class HttpResponseParser {
  public:

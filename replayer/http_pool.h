@@ -1,8 +1,10 @@
-// Concurrent HTTP requests over one libcurl multi handle, with keep-alive connections.
+// Concurrent HTTP requests with keep-alive connections, answered through one Poll() loop.
 //
-// Adapter: the only replayer file that includes libcurl. It drives curl's socket interface from
-// its own epoll set, so the cost of a completion does not grow with the number of transfers.
-// Ownership: the pool owns every easy handle and its buffers until the response is returned.
+// Adapter: owns one epoll set that both transports (http_transport.h) use: a hand-written
+// HTTP/1.1 client for http:// (http_raw.h) and libcurl for https:// (http_curl.h; for http://
+// too with HttpClient::kCurl). A request whose URL or headers hold a control character is never
+// sent by either (http_check.h): it is answered with status 0 and an error naming the header.
+// Ownership: the pool owns every request until its response is returned.
 // Thread-safety: Submit() and Poll() are called from one thread (the engine's); Wakeup() may be
 // called from any thread to end a Poll() early (many calls before the Poll() notices cost one
 // write).
@@ -14,6 +16,10 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+namespace core {
+class ConfigReader;
+}
 
 namespace replayer {
 
@@ -34,9 +40,27 @@ struct HttpResponse {
   double seconds = 0;  // from submit to the last byte
 };
 
+// Which client carries http:// URLs; https:// always goes through libcurl.
+enum class HttpClient { kRaw, kCurl };
+
+struct HttpPoolOptions {
+  HttpClient http_client = HttpClient::kRaw;
+  // PEM file of the CAs that https:// servers are verified against, instead of the system's
+  // store (a private CA; the tests' own). Empty: the system's.
+  std::string ca_file;
+};
+
+// The pool's settings from the environment: REPLAYER_HTTP_CLIENT (a benchmark and diagnostic
+// knob: "raw", the default, or "curl") and UMAMI_CA_FILE (a readable PEM file; unset: the
+// system's CAs). Bad values are reported through `reader`.
+HttpPoolOptions ReadHttpPoolOptions(core::ConfigReader& reader);
+
 class HttpPool {
  public:
+  // ReadHttpPoolOptions() of the process environment. Throws core::ConfigError on a bad value
+  // (RunService reads them first, with the other variables, so it never does there).
   HttpPool();
+  explicit HttpPool(HttpPoolOptions options);
   ~HttpPool();
   HttpPool(const HttpPool&) = delete;
   HttpPool& operator=(const HttpPool&) = delete;

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "replayer/http_check.h"
 #include "replayer/http_parse.h"
 
 namespace replayer {
@@ -22,11 +23,6 @@ constexpr milliseconds kConnectTimeout{2000};
 constexpr std::chrono::seconds kResolveTtl{60};
 
 std::string Errno(const char* what, int err) { return std::string(what) + ": " + strerror(err); }
-
-// A header value as one line: a CR or LF from an event must not start a header of its own.
-void AppendHeaderValue(std::string& out, const std::string& v) {
-  for (char ch : v) out += (ch == '\r' || ch == '\n' || ch == '\0') ? ' ' : ch;
-}
 
 }  // namespace
 
@@ -124,6 +120,10 @@ void RawHttp::Submit(HttpRequest request, TimePoint now) {
   t->deadline = now + request.timeout;
   t->request = std::move(request);
   ++running_;
+  if (auto st = CheckRequest(t->request); !st) {
+    Answer(*t, 0, "", st.error().message, now);
+    return;
+  }
   std::string path, error;
   t->origin = Target(t->request.url, path, error);
   if (t->origin == nullptr) {
@@ -141,7 +141,7 @@ void RawHttp::Submit(HttpRequest request, TimePoint now) {
   for (const auto& [k, v] : r.headers) {
     w += k;
     w += ": ";
-    AppendHeaderValue(w, v);
+    w += v;
     w += "\r\n";
   }
   if (r.post) {

@@ -1,9 +1,9 @@
 // HTTP/1.1 over plain TCP for http:// URLs, driven by the HTTP pool's epoll set.
 //
-// Why not libcurl for these: a send costs libcurl about 50 µs of CPU here (75 µs with 128
-// transfers under way, its connection cache is scanned per request), three times the socket
-// calls themselves; at thousands of sends a second that CPU is taken from Umami and NATS on the
-// same machine. https:// URLs still go through libcurl (see http_pool.cpp).
+// Why not libcurl for these: libcurl used as cheaply as it allows (http_curl.h) cost the
+// replayer 25 to 63 µs more CPU per send in 9 runs of bench/replayer-bench sink, both clients
+// in each run (see http_transport.h for the drain rates). That CPU is taken from Umami and NATS
+// on the same machine. https:// URLs still go through libcurl.
 //
 // Adapter: sockets only. Ownership: owns its connections and the requests in flight on them.
 // Not thread-safe: used by the pool on the engine thread only. Keep-alive connections are
@@ -21,28 +21,29 @@
 #include <vector>
 
 #include "replayer/http_pool.h"
+#include "replayer/http_transport.h"
 
 namespace replayer {
 
-class RawHttp {
+class RawHttp final : public HttpTransport {
  public:
-  using TimePoint = std::chrono::steady_clock::time_point;
   static constexpr uint64_t kEpollTag = 1ULL << 40;  // marks this client's fds in epoll data
 
   explicit RawHttp(int epfd);  // borrows the epoll set
-  ~RawHttp();
+  ~RawHttp() override;
   RawHttp(const RawHttp&) = delete;
   RawHttp& operator=(const RawHttp&) = delete;
 
   // `request.url` starts with http://. An answer (or error) always follows in TakeDone().
-  void Submit(HttpRequest request, TimePoint now);
-  void OnEvent(int fd, uint32_t events, TimePoint now);
+  void Submit(HttpRequest request, TimePoint now) override;
+  void OnEvent(int fd, uint32_t events, TimePoint now) override;
   // Ends requests past their timeout and closes connections idle too long.
-  void Expire(TimePoint now);
-  std::optional<TimePoint> NextDeadline() const;
+  void Expire(TimePoint now) override;
+  std::optional<TimePoint> NextDeadline() const override;
   // Moves the finished requests' responses to `out`.
-  void TakeDone(std::vector<HttpResponse>& out);
-  size_t running() const { return running_; }
+  void TakeDone(std::vector<HttpResponse>& out) override;
+  size_t running() const override { return running_; }
+  uint64_t epoll_tag() const override { return kEpollTag; }
 
  private:
   struct Origin;

@@ -75,4 +75,9 @@ size_t Lanes::waiting(const std::string& key) const {
   return it == lanes_.end() || it->second.ids.empty() ? 0 : it->second.ids.size() - 1;
 }
 
+bool Lanes::failing(const std::string& key) const {
+  auto it = lanes_.find(key);
+  return it != lanes_.end() && it->second.failing;
+}
+
 }  // namespace replayer

@@ -41,6 +41,7 @@ class Lanes {
   size_t lanes() const { return lanes_.size(); }
   size_t blocked() const { return failing_; }
   size_t waiting(const std::string& lane) const;  // behind the head
+  bool failing(const std::string& lane) const;
 
  private:
   struct Lane {

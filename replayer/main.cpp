@@ -1,3 +1,4 @@
+#include "common/version.h"
 #include "replayer/service.h"
 
-int main() { return replayer::RunService(); }
+int main(int argc, char** argv) { return replayer::RunService(argc, argv, core::Version()); }

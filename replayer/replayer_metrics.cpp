@@ -48,7 +48,24 @@ ReplayerMetrics::ReplayerMetrics(core::metrics::Registry& r)
       held(r.AddGauge("replayer_held_messages",
                       "Messages fetched and not yet acked, dead-lettered or released.")
                .Get()),
-      sending(r.AddGauge("replayer_sends_in_flight", "HTTP sends to Umami under way.").Get()),
+      held_bytes(r.AddGauge("replayer_held_bytes",
+                            "Payload and header bytes of the messages held (limit "
+                            "REPLAYER_MAX_BYTES_IN_FLIGHT).")
+                     .Get()),
+      tokens_ignored(r.AddCounter("replayer_cache_tokens_ignored_total",
+                                  H("2xx answers of a stored event whose token place held no "
+                                    "JWT-shaped token (ignored: the visitor's next event goes "
+                                    "without one), by Umami process."),
+                                  {"process"})),
+      dlq_publish_failures(
+          r.AddCounter("replayer_dlq_publish_failures_total",
+                       H("WEB_DLQ publishes that failed, by cause: too_large (the server refuses "
+                         "the copy for its size: an operator must act) or unavailable. The "
+                         "event stays held and is tried again."),
+                       {"cause"})),
+      sending(r.AddGauge("replayer_sends_in_flight",
+                         "Sends of events to Umami under way (health checks not included).")
+                  .Get()),
       lanes_active(r.AddGauge("replayer_lanes_active", "Visitors with events held.").Get()),
       lanes_blocked(r.AddGauge("replayer_lanes_blocked",
                                "Visitors whose head event has failed while checks passed.")
@@ -68,6 +85,10 @@ ReplayerMetrics::ReplayerMetrics(core::metrics::Registry& r)
           r.AddGauge("replayer_last_stored_timestamp_seconds",
                      "Unix time of the last event stored by this process (0 = none yet).")
               .Get()),
-      nats_connected(r.AddGauge("replayer_nats_connected", "1 while connected to NATS.").Get()) {}
+      nats_connected(r.AddGauge("replayer_nats_connected", "1 while connected to NATS.").Get()) {
+  // Present from the start, so an alert on their increase has a series to read.
+  dlq_publish_failures.With({"too_large"});
+  dlq_publish_failures.With({"unavailable"});
+}
 
 }  // namespace replayer

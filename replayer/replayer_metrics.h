@@ -25,6 +25,9 @@ struct ReplayerMetrics {
   core::metrics::Family<core::metrics::Gauge>& process_up;   // {process}
   core::metrics::Family<core::metrics::Gauge>& write_fault;  // {process}
   core::metrics::Gauge& held;
+  core::metrics::Gauge& held_bytes;
+  core::metrics::Family<core::metrics::Counter>& tokens_ignored;        // {process}
+  core::metrics::Family<core::metrics::Counter>& dlq_publish_failures;  // {cause}
   core::metrics::Gauge& sending;
   core::metrics::Gauge& lanes_active;
   core::metrics::Gauge& lanes_blocked;

@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <iostream>
+#include <memory>
 
 #include "common/config.h"
 #include "common/http_server.h"
@@ -10,17 +12,41 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/nats_client.h"
+#include "common/service_cli.h"
 #include "common/stop_signal.h"
 #include "replayer/engine.h"
+#include "replayer/http_pool.h"
 
 namespace replayer {
 
-int RunService() {
+namespace {
+
+core::ServiceUsage Usage() {
+  core::ServiceUsage u;
+  u.name = "replayer";
+  u.description =
+      "replayer: drains the WEB_EVENTS stream into Umami (POST /api/send), each event stored "
+      "once or dead-lettered to WEB_DLQ with its reason; serves /metrics and /healthz.";
+  u.read_config = [](core::ConfigReader& r) {
+    core::ReadCommonConfig(r, "0.0.0.0:9464");
+    ReadReplayerConfig(r);
+  };
+  u.exit_codes =
+      "Exit codes: 0 stopped by SIGTERM or SIGINT; 2 usage or configuration error (also a "
+      "METRICS_LISTEN that cannot be bound, a TLS file that cannot be loaded).";
+  return u;
+}
+
+}  // namespace
+
+int RunService(int argc, char** argv, const std::string& version) {
+  if (auto rc = core::HandleServiceArguments(argc, argv, Usage(), version)) return *rc;
   core::StopSignal stop;  // first: blocks SIGTERM/SIGINT before any thread starts
   core::NatsLibraryGuard nats_guard;
   auto reader = core::ConfigReader::FromProcess();
   auto common = core::ReadCommonConfig(reader, "0.0.0.0:9464");
   auto config = ReadReplayerConfig(reader);
+  (void)ReadHttpPoolOptions(reader);  // read again by the engine's HttpPool: checked here
   try {
     reader.Finish();
   } catch (const core::ConfigError& e) {
@@ -31,17 +57,14 @@ int RunService() {
 
   core::metrics::Registry registry;
   ReplayerMetrics metrics(registry);
-  core::NatsClient::Options options;
-  options.client_name = "replayer@" + common.instance;
-  options.retry_first_connect = true;
-  auto nats = core::NatsClient::Connect(common, options);
-  if (!nats) {
-    spdlog::critical("{}", nats.error().message);
-    return 3;
-  }
+  // /healthz answers from the start, 503 until NATS is reached. The connection is declared
+  // before the server, so the server (and its health callback) goes first.
+  std::unique_ptr<core::NatsClient> nats;
+  std::atomic<core::NatsClient*> connected{nullptr};
   core::MetricsServer server(registry, [&]() {
     core::Health h;
-    h.ok = (*nats)->Connected();
+    core::NatsClient* n = connected.load();
+    h.ok = n != nullptr && n->Connected();
     h.detail = std::string("nats: ") + (h.ok ? "connected" : "not connected") + "\n";
     return h;
   });
@@ -50,20 +73,37 @@ int RunService() {
     return 2;
   }
   spdlog::info(
-      "replayer starting: {} umami process(es), {} workers, {} max in flight, metrics "
+      "replayer {} starting: {} umami process(es), {} workers, {} max in flight, metrics "
       "on {}",
-      config.umami_urls.size(), config.workers, config.max_in_flight, common.metrics_listen);
+      version, config.umami_urls.size(), config.workers, config.max_in_flight,
+      common.metrics_listen);
+
+  core::NatsClient::Options options;
+  options.client_name = "replayer@" + common.instance;
+  options.retry_until_stopped = &stop;
+  auto client = core::NatsClient::Connect(common, options);
+  if (!client) {
+    if (stop.stopping()) {
+      spdlog::info("replayer stopped before NATS could be reached");
+      return 0;
+    }
+    spdlog::critical("{}", client.error().message);  // a TLS file nats.c cannot load
+    return 2;
+  }
+  nats = std::move(*client);
+  connected = nats.get();
+  core::NatsStopGuard nats_stop(*nats, stop);
 
   // One leadership term at a time: only the holder of the `replayer` lease consumes. A term
   // ends on SIGTERM or the moment the lease is lost; the engine then stops fetching and
   // releases what it holds, and this instance goes back to waiting for the lease.
-  core::LeaseKeeper lease(**nats, "replayer", core::ThisProcessHolder(common.instance), registry);
+  core::LeaseKeeper lease(*nats, "replayer", core::ThisProcessHolder(common.instance), registry);
   lease.Start();
   while (lease.WaitForLeadership(stop)) {
     core::StopFlag term(&stop);
     lease.BindTerm(&term);
     {
-      Engine engine(**nats, config, metrics);
+      Engine engine(*nats, config, metrics);
       // NATS may still be connecting, or the streams not yet provisioned: keep trying.
       bool started = false;
       while (!term.stopping()) {

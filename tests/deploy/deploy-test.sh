@@ -105,6 +105,45 @@ choose_ports() {
   } >"$RD/ports.sh"
 }
 
+# make_tls DIR: an operator's CA made with openssl, and from it a certificate per NATS node
+# (SANs 127.0.0.1 and localhost, serverAuth and clientAuth: the nodes present them to each other
+# on the routes), a client certificate for core-1's services and one for the edge publisher;
+# plus a second CA with a client certificate of its own, which the servers must refuse.
+make_tls() {
+  local d=$1 name
+  mkdir -p "$d"
+  (
+    cd "$d"
+    ossl() { openssl "$@" 2>>openssl.log; }
+    for ca in ca other-ca; do
+      ossl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -days 3 \
+        -subj "/CN=deploy test $ca" -keyout "$ca-key.pem" -out "$ca.pem" \
+        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+    done
+    # sign NAME CA EXT: a key and a certificate for NAME signed by CA with the extensions EXT.
+    sign() {
+      ossl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -subj "/CN=$1" \
+        -keyout "$1-key.pem" -out "$1.csr"
+      printf '%s\n' "$3" >"$1.ext"
+      ossl x509 -req -in "$1.csr" -CA "$2.pem" -CAkey "$2-key.pem" -CAcreateserial -days 3 \
+        -extfile "$1.ext" -out "$1.pem"
+      chmod 600 "$1-key.pem"
+    }
+    for name in nats-1 nats-2 nats-3; do
+      sign "$name" ca "subjectAltName=IP:127.0.0.1,DNS:localhost
+extendedKeyUsage=serverAuth,clientAuth"
+    done
+    sign core-1-client ca "extendedKeyUsage=clientAuth"
+    sign edge-client ca "extendedKeyUsage=clientAuth"
+    sign other-client other-ca "extendedKeyUsage=clientAuth"
+    # (set -e does not hold under `make_tls || die`: the files decide.)
+    for name in nats-1 nats-2 nats-3 core-1-client edge-client other-client; do
+      openssl verify -CAfile "$([[ $name == other-* ]] && echo other-ca || echo ca).pem" \
+        "$name.pem" >/dev/null 2>>openssl.log || exit 1
+    done
+  )
+}
+
 # write_inventory FILE: three NATS nodes, one core node and one Prometheus, all on this machine
 # (connection local), each rendering into $R/<host>/.
 write_inventory() {
@@ -136,6 +175,19 @@ all:
       metricswriter: test-metricswriter-$RANDOM
       platformctl: test-platformctl-$RANDOM
       exporter: test-exporter-$RANDOM
+      provisioner: test-provisioner-$RANDOM
+    # TLS from the test CA (make_tls), mutual for clients too; the servers read the files where
+    # the role puts them (no container here), and the key keeps this user as its owner.
+    nats_tls_enabled: true
+    nats_tls_verify_clients: true
+    nats_tls_ca_src: "$RD/tls/ca.pem"
+    nats_tls_cert_src: "$RD/tls/{{ inventory_hostname }}.pem"
+    nats_tls_key_src: "$RD/tls/{{ inventory_hostname }}-key.pem"
+    nats_server_tls_dir: "{{ nats_tls_dir }}"
+    core_nats_tls_cert_src: "$RD/tls/{{ inventory_hostname }}-client.pem"
+    core_nats_tls_key_src: "$RD/tls/{{ inventory_hostname }}-client-key.pem"
+    core_tls_key_owner: ""
+    core_tls_key_group: ""
     nats_cluster_password: test-route-$RANDOM
     nats_edge_users:
       - user: edge
@@ -206,6 +258,7 @@ render() {
   choose_ports
   # shellcheck disable=SC1091
   source "$RD/ports.sh"
+  make_tls "$RD/tls" || die "openssl could not make the test CA and certificates ($RD/tls/openssl.log)"
   write_inventory "$RD/inventory.yml"
   log "rendering the roles for the local inventory into $RD"
   playbook || die "ansible-playbook failed to render the roles"

@@ -3,8 +3,9 @@
 // The deployment test proves the permission matrix of the rendered nats-server configuration:
 // the real binaries show each user can do its job, this probe shows each is refused the rest.
 // It is a test-only adapter over nats.c (the product's adapters live in common/nats_*.cpp and
-// deliberately offer no raw request API). It reads NATS_URL, NATS_USER and NATS_PASSWORD like
-// the services.
+// deliberately offer no raw request API). It reads NATS_URL, NATS_USER, NATS_PASSWORD and
+// NATS_INBOX_PREFIX like the services, and for TLS NATS_CA (the CA file the servers' certificates
+// are checked against) and NATS_CERT plus NATS_KEY (a client certificate, for mutual TLS).
 //
 //   nats_probe req SUBJECT [BODY]          request/reply (JetStream API calls)
 //   nats_probe pub SUBJECT BODY [K=V]...   JetStream publish with headers, waits for the ack
@@ -182,6 +183,19 @@ int KvGet(natsConnection* nc, const std::string& bucket, const std::string& key,
   return kAllowed;
 }
 
+// TLS as the services set it up from the same variables (common/nats_client.cpp): tls:// URLs
+// make the connection secure, NATS_CA names the CA the servers are checked against, NATS_CERT
+// and NATS_KEY a client certificate.
+natsStatus SetTls(natsOptions* opts, const core::CommonConfig& c) {
+  natsStatus s = NATS_OK;
+  if (c.nats_tls) s = natsOptions_SetSecure(opts, true);
+  if (s == NATS_OK && !c.nats_ca.empty())
+    s = natsOptions_LoadCATrustedCertificates(opts, c.nats_ca.c_str());
+  if (s == NATS_OK && !c.nats_cert.empty())
+    s = natsOptions_LoadCertificatesChain(opts, c.nats_cert.c_str(), c.nats_key.c_str());
+  return s;
+}
+
 int Usage() {
   std::fprintf(stderr,
                "usage: nats_probe req SUBJECT [BODY] | pub SUBJECT BODY [K=V]... | sub SUBJECT | "
@@ -217,6 +231,11 @@ int main(int argc, char** argv) {
     // The user's own inbox prefix, as the services set it (NATS_INBOX_PREFIX).
     if (!config.nats_inbox_prefix.empty())
       natsOptions_SetCustomInboxPrefix(opts.get(), config.nats_inbox_prefix.c_str());
+    if (auto s = SetTls(opts.get(), config); s != NATS_OK) {
+      std::printf("failed: TLS options: %s %s\n", natsStatus_GetText(s),
+                  nats_GetLastError(nullptr));
+      return kFailed;
+    }
     natsOptions_SetErrorHandler(opts.get(), OnError, &refusals);
     natsOptions_SetName(opts.get(), "nats_probe");
     natsConnection* c_raw = nullptr;

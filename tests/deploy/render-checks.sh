@@ -100,15 +100,59 @@ for k, v in {"REPLAYER_WORKERS": "128", "REPLAYER_MAX_IN_FLIGHT": "900",
         problems.append(f"replayer.env {k}={r.get(k)}, expected {v}")
 if r.get("UMAMI_URLS", "").count("http://umami-") != 4:
     problems.append(f"replayer.env UMAMI_URLS {r.get('UMAMI_URLS')}")
-for name, user in [("metricswriter", "metricswriter"), ("exporter", "exporter"),
-                   ("platformctl", "platformctl")]:
+import os
+for name, user in [("replayer", "replayer"), ("metricswriter", "metricswriter"),
+                   ("exporter", "exporter"), ("platformctl", "platformctl"),
+                   ("provision", "provisioner")]:
     e = env(name)
     if e.get("NATS_INBOX_PREFIX") != "_INBOX_" + user:
         problems.append(f"{name}.env NATS_INBOX_PREFIX {e.get('NATS_INBOX_PREFIX')}")
-    if e.get("NATS_USER") != user or not e.get("NATS_PASSWORD") or "nats://" not in e.get("NATS_URL", ""):
-        problems.append(f"{name}.env NATS identity {e.get('NATS_USER')} / {e.get('NATS_URL')}")
+    if e.get("NATS_USER") != user or not e.get("NATS_PASSWORD"):
+        problems.append(f"{name}.env NATS identity {e.get('NATS_USER')}")
+    # TLS to every NATS node, the CA and (mutual TLS) this node's client certificate and key.
+    urls = e.get("NATS_URL", "").split(",")
+    if len(urls) != 3 or not all(u.startswith("tls://") for u in urls):
+        problems.append(f"{name}.env NATS_URL {e.get('NATS_URL')}: not tls:// to the 3 nodes")
+    for k in ("NATS_CA", "NATS_CERT", "NATS_KEY"):
+        if not os.path.isfile(e.get(k, "")):
+            problems.append(f"{name}.env {k}={e.get(k)}: no such file")
+# Who may reach the database: the metricswriter, and the provisioning user for migrate; the
+# operator's day-to-day tool has no DATABASE_URL.
 if not env("metricswriter").get("DATABASE_URL"):
     problems.append("metricswriter.env has no DATABASE_URL")
+if not env("provision").get("DATABASE_URL"):
+    problems.append("provision.env has no DATABASE_URL (platformctl migrate)")
+if "DATABASE_URL" in env("platformctl"):
+    problems.append("platformctl.env has DATABASE_URL: migrate is provisioning")
+# The TLS files reach our containers, read-only, at the path the environment names.
+ca_dir = os.path.dirname(r.get("NATS_CA", ""))
+for name in ["replayer", "metricswriter", "streams-exporter", "platformctl", "provision"]:
+    vols = svc.get(name, {}).get("volumes", [])
+    # docker-compose 1.29 prints the short form "src:dst:ro", newer ones a mapping.
+    def ro_mount(v):
+        if isinstance(v, dict):
+            return v.get("source") == ca_dir and v.get("target") == ca_dir and v.get("read_only")
+        return v == f"{ca_dir}:{ca_dir}:ro"
+    if not ca_dir or not any(ro_mount(v) for v in vols):
+        problems.append(f"{name}: no read-only mount of {ca_dir!r}: {vols}")
+if svc.get("provision", {}).get("profiles") != ["tools"]:
+    problems.append("provision should run on demand (profile tools)")
+if svc.get("provision", {}).get("entrypoint") != ["platformctl"]:
+    problems.append(f"provision entrypoint {svc.get('provision', {}).get('entrypoint')}")
+# The exporter reads the four queues by name, the streams the nats role lets it read.
+want = ["--stream=WEB_EVENTS", "--stream=API_METRICS", "--stream=WEB_DLQ", "--stream=API_DLQ"]
+if [a for a in exp if a.startswith("--stream")] != want:
+    problems.append(f"streams-exporter command {exp}: expected {want}")
+# The metrics ports are published on the node's private address (127.0.0.1 in this inventory),
+# never on every interface.
+for name in ["replayer", "metricswriter", "streams-exporter"]:
+    ports = svc.get(name, {}).get("ports", [])
+    for p in ports:
+        host_ip = p.get("host_ip") if isinstance(p, dict) else str(p).split(":")[0]
+        if host_ip != "127.0.0.1":
+            problems.append(f"{name}: port {p} published on {host_ip!r}, not the node's address")
+    if not ports:
+        problems.append(f"{name}: no published port")
 print("\n".join(problems) or "all present")
 sys.exit(1 if problems else 0)
 EOF
@@ -123,14 +167,37 @@ nats_checks() {
   check "nats-1 routes to nats-2 and nats-3, with one user per service and the edge" bash -c "
     c='$R/nats-1/nats/nats-server.conf'
     [ \$(grep -c 'nats-route://' \$c) -eq 2 ] &&
-    for u in replayer metricswriter platformctl exporter edge; do
+    for u in replayer metricswriter provisioner platformctl exporter edge; do
       grep -q \"user: \\\"\$u\\\"\" \$c || { echo \"no user \$u\"; exit 1; }; done"
+  # TLS: the client port and the routes each have a tls block with the CA, this node's
+  # certificate and key, and verify (the test inventory asks for client certificates too).
+  check "nats-1: TLS on the client port and mutual TLS on the routes, files in place" python3 - \
+    "$R/nats-1/nats/nats-server.conf" <<'EOF'
+import os, re, sys
+text = open(sys.argv[1]).read()
+cluster = text[text.index("\ncluster {"):text.index("\naccounts {")]
+top = text[:text.index("\ncluster {")]
+problems = []
+for where, block in (("client port", top), ("routes", cluster)):
+    m = re.search(r"tls \{(.*?)\}", block, re.S)
+    if not m:
+        problems.append(f"{where}: no tls block")
+        continue
+    fields = dict(re.findall(r"(\w+): (.+)", m.group(1)))
+    for k in ("cert_file", "key_file", "ca_file"):
+        if not os.path.isfile(fields.get(k, "").strip('"')):
+            problems.append(f"{where}: {k} {fields.get(k)} is not a file")
+    if fields.get("verify") != "true":
+        problems.append(f"{where}: verify {fields.get('verify')}")
+print("\n".join(problems) or "ok")
+sys.exit(1 if problems else 0)
+EOF
   # The production form (sync_interval: always) differs from the 2.9 form by that field alone.
   local a="$RD/render-always/nats-1/nats/nats-server.conf" b="$R/nats-1/nats/nats-server.conf"
   check "sync_interval: always sits in the jetstream block of the production form" \
     awk '/^jetstream \{/{j=1} j&&/^\}/{j=0} j&&/^  sync_interval: always$/{found=1} END{exit !found}' "$a"
   check "the two forms differ only by sync_interval (and its comment)" bash -c "
-    diff <(grep -v 'store_dir' '$b') <(grep -v 'store_dir' '$a') | grep '^[<>]' |
+    diff <(grep -vE 'store_dir|_file:' '$b') <(grep -vE 'store_dir|_file:' '$a') | grep '^[<>]' |
       grep -v '^> *# Sync every write' | grep -v '^> *sync_interval: always\$' | (! grep .)"
   if nats-server --version | grep -q 'v2\.9\.'; then
     check "Debian's nats-server 2.9 refuses the production form (why it is a switch)" bash -c "
@@ -148,9 +215,9 @@ prometheus_checks() {
   check "the scrape config has the replayer, metricswriter and jetstream jobs for core-1" bash -c "
     for j in replayer metricswriter jetstream; do grep -q \"job_name: \\\"\$j\\\"\" '$p/prometheus.yml' || exit 1; done
     grep -q '127.0.0.1:$EXPORTER_PORT' '$p/prometheus.yml'"
-  check "every alert of SPEC §7 is defined" bash -c "
+  check "every alert of SPEC §7 (and DLQPublishFailing) is defined" bash -c "
     for a in QueueOldestMessageTooOld ReplayerLagHigh MetricsWriterLagHigh ReplayerNotConsuming \
-             MetricsWriterNotConsuming DLQNotEmpty UmamiHeartbeatFailing; do
+             MetricsWriterNotConsuming DLQNotEmpty DLQPublishFailing UmamiHeartbeatFailing; do
       grep -q \"alert: \$a\$\" '$p/core-alerts.yml' || { echo \"missing \$a\"; exit 1; }; done"
   cp "$here/alerts_test.yml" "$p/alerts_test.yml"
   check "promtool test rules: each alert fires on its series and stays quiet on healthy ones" \

@@ -24,12 +24,16 @@ start() {
   pids+=($!)
 }
 
-# as USER COMMAND...: runs a short command as that NATS user with its rendered identity.
+# as USER COMMAND...: runs a short command as that NATS user with its rendered identity (the
+# provisioner's is the compose service provision's environment file). The edge publisher is not
+# rendered by the roles: it gets the same servers and the test CA's client certificate for it.
 as() {
   local user=$1 file; shift
   case $user in
-    edge) env -i PATH="$PATH" NATS_URL="$NATS_URL" NATS_USER=edge NATS_PASSWORD="$EDGE_PASSWORD" "$@" ;;
-    *) file="$R/core-1/core/env/$user.env"
+    edge) env -i PATH="$PATH" NATS_URL="$NATS_URL" NATS_USER=edge NATS_PASSWORD="$EDGE_PASSWORD" \
+            NATS_CA="$RD/tls/ca.pem" NATS_CERT="$RD/tls/edge-client.pem" \
+            NATS_KEY="$RD/tls/edge-client-key.pem" "$@" ;;
+    *) file="$R/core-1/core/env/${user/provisioner/provision}.env"
        local -a kv=(); mapfile -t kv < <(env_args "$file")
        env -i PATH="$PATH" HOME="$work" "${kv[@]}" "$@" ;;
   esac
@@ -81,12 +85,23 @@ start_nats() {
 
 job_checks() {
   local out
-  # platformctl: provisioning, idempotent, as its own user with replicas from its env file (3).
-  if out=$(as platformctl "$build/platformctl/platformctl" init 2>&1); then
-    pass "platformctl init as platformctl (R3 streams and buckets)"
-  else fail "platformctl init as platformctl"; printf '%s\n' "$out"; return 1; fi
-  check_out "platformctl init again: no change" "no change" \
-    as platformctl "$build/platformctl/platformctl" init
+  # Provisioning as the provisioner (the compose service provision), idempotent, with replicas
+  # from its environment file (3): the streams over the TLS routes, then the metrics schema.
+  if out=$(as provisioner "$build/platformctl/platformctl" init 2>&1); then
+    pass "platformctl init as provisioner (R3 streams and buckets)"
+  else fail "platformctl init as provisioner"; printf '%s\n' "$out"; return 1; fi
+  check_out "platformctl init again as provisioner: no change" "no change" \
+    as provisioner "$build/platformctl/platformctl" init
+  check_out "platformctl migrate as provisioner (its DATABASE_URL) applies the metrics schema" \
+    "schema at version [0-9]*: migrated" as provisioner "$build/platformctl/platformctl" migrate
+  # The operator's day-to-day user reads what init would do, and has no database to migrate.
+  check_out "platformctl init --dry-run as platformctl reads every stream: no change" "no change" \
+    as platformctl "$build/platformctl/platformctl" init --dry-run
+  local rc=0
+  out=$(as platformctl "$build/platformctl/platformctl" migrate 2>&1) || rc=$?
+  if ((rc == 2)) && grep -q DATABASE_URL <<<"$out"; then
+    pass "platformctl migrate as platformctl: no DATABASE_URL in its environment (exit 2)"
+  else fail "platformctl migrate as platformctl: exit $rc"; printf '%s\n' "$out"; fi
   psql -X -q "postgresql://postgres@127.0.0.1:$PG_PORT/umami" -c "INSERT INTO website
     (website_id, name, domain, created_at) VALUES ('$SITE', 'deploy', 'deploy.example', now())
     ON CONFLICT DO NOTHING" || { fail "register the test website in Umami"; return 1; }
@@ -139,8 +154,8 @@ job_checks() {
   # The exporter reads JetStream every few seconds: a consumer made since its last reading
   # shows at the next one.
   wait_for 20 "exporter (user exporter) keeps pending and unacked apart per consumer" bash -c \
-    "curl -fsS $em | grep -q '^jetstream_consumer_unacked{stream=\"WEB_EVENTS\",consumer=\"replayer\"}' &&
-     curl -fsS $em | grep -q '^jetstream_consumer_pending{stream=\"API_METRICS\",consumer=\"metricswriter\"}'"
+    "curl -fsS $em | grep '^jetstream_consumer_unacked{' | grep 'stream=\"WEB_EVENTS\"' | grep -q 'consumer=\"replayer\"' &&
+     curl -fsS $em | grep '^jetstream_consumer_pending{' | grep 'stream=\"API_METRICS\"' | grep -q 'consumer=\"metricswriter\"'"
 
   # platformctl's operator commands as platformctl.
   local ctl="$build/platformctl/platformctl"
@@ -159,6 +174,10 @@ job_checks() {
     as platformctl "$ctl" dlq purge --queue api --all --yes
   wait_for 10 "API_DLQ is empty after the purge" \
     bash -c "curl -fsS -m 2 $em | grep -qx 'jetstream_stream_messages{stream=\"API_DLQ\"} 0'"
+  check_out "platformctl erase --site as platformctl (the poison event's DLQ copy, by its site)" \
+    "1 message securely erased from WEB_DLQ" as platformctl "$ctl" erase --site "$SITE"
+  wait_for 10 "WEB_DLQ is empty after the erasure" \
+    bash -c "curl -fsS -m 2 $em | grep -qx 'jetstream_stream_messages{stream=\"WEB_DLQ\"} 0'"
   # Every job above ran without a single refusal: the permissions cover what the code does.
   local v
   v=$(cat "$work"/nats-*.log | grep -i 'violation' || true)
@@ -168,7 +187,15 @@ job_checks() {
 
 refusal_checks() {
   log "the refusals (nats_probe)"
-  local next='{"batch":1,"no_wait":true}' del='{"seq":1}'
+  local next='{"batch":1,"no_wait":true}' del='{"seq":1}' get='{"seq":1}'
+  local all_subjects='{"subjects_filter":">"}'
+  # A stream that would capture the replayer's replies (fetched events, visit state, stored ids).
+  local capture='{"name":"CAPTURE","subjects":["_INBOX_replayer.>"],"storage":"file","num_replicas":3}'
+  local web_dlq_capture='{"name":"WEB_DLQ","subjects":["dlq.web.*","_INBOX_replayer.>"],"retention":"limits","storage":"file","num_replicas":3}'
+  local web_events_one='{"name":"WEB_EVENTS","subjects":["web.events.*"],"retention":"workqueue","max_msgs":1,"storage":"file","num_replicas":3}'
+  local dlq_consumer='{"stream_name":"WEB_DLQ","config":{"ack_policy":"none","deliver_policy":"all","deliver_subject":"_INBOX_platformctl.probe"}}'
+  local queue_consumer='{"stream_name":"WEB_EVENTS","config":{"ack_policy":"explicit","filter_subject":"web.events.*"}}'
+  local u st
   # Positive controls: the probe sees an allowed operation as allowed.
   expect allowed replayer "read its own lease" kvget locks replayer
   expect allowed replayer "subscribe to its own inbox" sub '_INBOX_replayer.probe'
@@ -176,25 +203,42 @@ refusal_checks() {
   expect allowed platformctl "read WEB_DLQ's state" req '$JS.API.STREAM.INFO.WEB_DLQ'
   expect allowed platformctl "erase a message of WEB_DLQ (its job)" req '$JS.API.STREAM.MSG.DELETE.WEB_DLQ' '{"seq":2}'
   expect allowed platformctl "publish to web.events.* (replays)" pub "web.events.$SITE" 'not json' "Nats-Msg-Id=dt$$-replay"
-  # Nobody gets in without a user of the configuration.
+  expect allowed platformctl "read a lease (leaders)" kvget locks replayer
+  expect allowed exporter "read WEB_EVENTS's state" req '$JS.API.STREAM.INFO.WEB_EVENTS'
+  expect allowed exporter "list API_METRICS's consumers" req '$JS.API.CONSUMER.LIST.API_METRICS'
+  expect allowed provisioner "read KV_visit_state's configuration (init)" req '$JS.API.STREAM.INFO.KV_visit_state'
+  # What NATS permissions cannot limit (ansible/README.md): a user that may read a stream's
+  # state may ask for every subject in it. The operator's `streams` reads every stream.
+  expect allowed platformctl "list every visit_state key (STREAM.INFO subjects filter: not expressible)" \
+    req '$JS.API.STREAM.INFO.KV_visit_state' "$all_subjects"
+  # Nobody gets in without a user of the configuration, even over TLS with a good certificate.
   local anon rc=0
-  anon=$(env -i PATH="$PATH" NATS_URL="$NATS_URL" "$build/tests/deploy/nats_probe" \
-    req '$JS.API.INFO' 2>&1) || rc=$?
+  anon=$(env -i PATH="$PATH" NATS_URL="$NATS_URL" NATS_CA="$RD/tls/ca.pem" \
+    NATS_CERT="$RD/tls/edge-client.pem" NATS_KEY="$RD/tls/edge-client-key.pem" \
+    "$build/tests/deploy/nats_probe" req '$JS.API.INFO' 2>&1) || rc=$?
   if ((rc != 0)) && grep -qiE 'authorization|authentication' <<<"$anon"; then
     pass "a connection without a user is refused"
   else fail "a connection without a user: exit $rc"; printf '    %s\n' "$anon"; fi
+  # Every user: no stream deleted, purged or created to capture another user's replies, no
+  # subscription to the shared inbox (the edge's own, which it keeps).
+  for u in replayer metricswriter provisioner platformctl exporter edge; do
+    expect refused "$u" "create a stream capturing _INBOX_replayer.>" req '$JS.API.STREAM.CREATE.CAPTURE' "$capture"
+    expect refused "$u" "delete the stream WEB_EVENTS" req '$JS.API.STREAM.DELETE.WEB_EVENTS'
+    expect refused "$u" "purge WEB_EVENTS" req '$JS.API.STREAM.PURGE.WEB_EVENTS'
+    expect refused "$u" "purge WEB_DLQ" req '$JS.API.STREAM.PURGE.WEB_DLQ'
+    [[ $u == edge ]] || expect refused "$u" "read replies on the shared inbox" sub '_INBOX.>'
+  done
   # replayer
   expect refused replayer "publish to API_METRICS" pub api.metrics.tenant-1 '{}'
   expect refused replayer "publish to WEB_EVENTS (the edge's right)" pub "web.events.$SITE" '{}'
   expect refused replayer "publish to API_DLQ" pub dlq.api.tenant-1 '{}'
   expect refused replayer "consume the metricswriter's consumer" req '$JS.API.CONSUMER.MSG.NEXT.API_METRICS.metricswriter' "$next"
+  expect refused replayer "create another consumer on WEB_EVENTS" req '$JS.API.CONSUMER.CREATE.WEB_EVENTS' "$queue_consumer"
   expect refused replayer "subscribe to web.events.> around its consumer" sub 'web.events.>'
   expect refused replayer "delete from WEB_EVENTS" req '$JS.API.STREAM.MSG.DELETE.WEB_EVENTS' "$del"
   expect refused replayer "delete from WEB_DLQ" req '$JS.API.STREAM.MSG.DELETE.WEB_DLQ' "$del"
-  expect refused replayer "purge WEB_EVENTS" req '$JS.API.STREAM.PURGE.WEB_EVENTS'
-  expect refused replayer "delete the stream WEB_EVENTS" req '$JS.API.STREAM.DELETE.WEB_EVENTS'
+  expect refused replayer "update WEB_DLQ's subjects" req '$JS.API.STREAM.UPDATE.WEB_DLQ' "$web_dlq_capture"
   expect refused replayer "read the metricswriter's lease" kvget locks metricswriter
-  expect refused replayer "read replies on the shared inbox" sub '_INBOX.>'
   expect refused replayer "read the platformctl user's replies" sub '_INBOX_platformctl.>'
   expect refused replayer "write the metricswriter's lease" pub '$KV.locks.metricswriter' x
   # metricswriter
@@ -206,21 +250,44 @@ refusal_checks() {
   expect refused metricswriter "read the replayer's lease" kvget locks replayer
   expect refused metricswriter "read visitors' state (visit_state)" kvget visit_state x
   expect refused metricswriter "read the replayer's replies" sub '_INBOX_replayer.>'
-  # platformctl
+  # provisioner: init's reads, creates and updates on our streams, nothing else.
+  expect refused provisioner "read a message of WEB_DLQ" req '$JS.API.STREAM.MSG.GET.WEB_DLQ' "$get"
+  expect refused provisioner "delete from WEB_DLQ" req '$JS.API.STREAM.MSG.DELETE.WEB_DLQ' "$del"
+  expect refused provisioner "create a consumer on WEB_EVENTS" req '$JS.API.CONSUMER.CREATE.WEB_EVENTS' "$queue_consumer"
+  expect refused provisioner "publish to WEB_EVENTS" pub "web.events.$SITE" '{}'
+  expect refused provisioner "read visitors' state (visit_state)" kvget visit_state x
+  expect refused provisioner "write a lease" pub '$KV.locks.replayer' x
+  expect refused provisioner "read the replayer's replies" sub '_INBOX_replayer.>'
+  # platformctl, the operator's day-to-day user: no stream changes (so no capture of another
+  # user's inbox through a stream's subjects, no max_msgs purge), no consumer on the queues.
+  for st in WEB_EVENTS API_METRICS WEB_DLQ API_DLQ KV_locks KV_visit_state KV_replayer_stored; do
+    expect refused platformctl "update $st (init is the provisioner's)" req "\$JS.API.STREAM.UPDATE.$st" '{}'
+  done
+  expect refused platformctl "add _INBOX_replayer.> to WEB_DLQ's subjects" req '$JS.API.STREAM.UPDATE.WEB_DLQ' "$web_dlq_capture"
+  expect refused platformctl "set WEB_EVENTS's max_msgs to 1 (a purge in effect)" req '$JS.API.STREAM.UPDATE.WEB_EVENTS' "$web_events_one"
+  expect refused platformctl "create a stream of ours (WEB_EVENTS)" req '$JS.API.STREAM.CREATE.WEB_EVENTS' "$web_events_one"
+  expect refused platformctl "delete the stream WEB_DLQ" req '$JS.API.STREAM.DELETE.WEB_DLQ'
+  expect refused platformctl "purge API_DLQ" req '$JS.API.STREAM.PURGE.API_DLQ'
   expect refused platformctl "consume the replayer's consumer" req '$JS.API.CONSUMER.MSG.NEXT.WEB_EVENTS.replayer' "$next"
   expect refused platformctl "consume the metricswriter's consumer" req '$JS.API.CONSUMER.MSG.NEXT.API_METRICS.metricswriter' "$next"
+  expect refused platformctl "create a consumer on WEB_EVENTS (read queued events)" req '$JS.API.CONSUMER.CREATE.WEB_EVENTS' "$queue_consumer"
+  expect refused platformctl "read a queued event (message get on WEB_EVENTS)" req '$JS.API.STREAM.MSG.GET.WEB_EVENTS' "$get"
   expect refused platformctl "delete from WEB_EVENTS (not a DLQ)" req '$JS.API.STREAM.MSG.DELETE.WEB_EVENTS' "$del"
   expect refused platformctl "delete from API_METRICS (not a DLQ)" req '$JS.API.STREAM.MSG.DELETE.API_METRICS' "$del"
-  expect refused platformctl "delete the stream WEB_DLQ" req '$JS.API.STREAM.DELETE.WEB_DLQ'
-  expect refused platformctl "purge WEB_EVENTS" req '$JS.API.STREAM.PURGE.WEB_EVENTS'
   expect refused platformctl "forge a dead letter" pub "dlq.web.$SITE" '{}'
   expect refused platformctl "write a lease" pub '$KV.locks.replayer' x
   expect refused platformctl "read visitors' state (visit_state)" kvget visit_state x
+  expect refused platformctl "read a stored event id (replayer_stored)" kvget replayer_stored x
   expect refused platformctl "read the replayer's replies (visit state, stored ids)" sub '_INBOX_replayer.>'
-  # exporter
+  # exporter: the four queues' state and consumers, nothing else.
+  expect refused exporter "list every visit_state key (STREAM.INFO on KV_visit_state)" req '$JS.API.STREAM.INFO.KV_visit_state' "$all_subjects"
+  expect refused exporter "list every stored event id (STREAM.INFO on KV_replayer_stored)" req '$JS.API.STREAM.INFO.KV_replayer_stored' "$all_subjects"
+  expect refused exporter "read the stream names" req '$JS.API.STREAM.NAMES'
+  expect refused exporter "read a dead letter" req '$JS.API.STREAM.MSG.GET.WEB_DLQ' "$get"
+  expect refused exporter "create a consumer on WEB_DLQ" req '$JS.API.CONSUMER.CREATE.WEB_DLQ' "$dlq_consumer"
+  expect refused exporter "update WEB_EVENTS" req '$JS.API.STREAM.UPDATE.WEB_EVENTS' "$web_events_one"
   expect refused exporter "publish to WEB_EVENTS" pub "web.events.$SITE" '{}'
   expect refused exporter "consume the replayer's consumer" req '$JS.API.CONSUMER.MSG.NEXT.WEB_EVENTS.replayer' "$next"
-  expect refused exporter "create a stream" req '$JS.API.STREAM.CREATE.EXTRA' '{"name":"EXTRA","subjects":["extra.>"]}'
   expect refused exporter "read a lease" kvget locks replayer
   # edge
   expect refused edge "consume the replayer's consumer" req '$JS.API.CONSUMER.MSG.NEXT.WEB_EVENTS.replayer' "$next"
@@ -233,6 +300,58 @@ refusal_checks() {
   v=$(cat "$work"/nats-*.log | grep 'Violation' | grep -v ':nats_probe"' || true)
   if [[ -z "$v" ]]; then pass "every violation the servers logged came from nats_probe"
   else fail "violations by the services or platformctl"; printf '%s\n' "$v" | head -20; fi
+}
+
+# TLS as rendered: plain clients and routes are refused, so are a TLS client or route without a
+# certificate of the operator's CA (the test inventory asks clients for one too); the cluster's
+# routes are up, which they can only be over mutual TLS.
+tls_checks() {
+  log "TLS (tls_probe.py)"
+  local t="$RD/tls" i n c h
+  n=$(cut -d' ' -f1 <<<"$NATS_PORTS")
+  c=$(cut -d' ' -f1 <<<"$NATS_CLUSTER_PORTS")
+  local edge=(-- edge "$EDGE_PASSWORD") good=("$t/edge-client.pem" "$t/edge-client-key.pem")
+  local other=("$t/other-client.pem" "$t/other-client-key.pem")
+  tls_expect accepted "a client with TLS, a CA certificate and its user" tls 127.0.0.1 "$n" "$t/ca.pem" "${good[@]}" "${edge[@]}"
+  tls_expect refused "a plain client (user and password in clear)" plain 127.0.0.1 "$n" "${edge[@]}"
+  tls_expect refused "a TLS client without a certificate" tls 127.0.0.1 "$n" "$t/ca.pem" "${edge[@]}"
+  tls_expect refused "a TLS client with another CA's certificate" tls 127.0.0.1 "$n" "$t/ca.pem" "${other[@]}" "${edge[@]}"
+  tls_expect accepted "a route with TLS and a node's certificate (handshake)" route-tls 127.0.0.1 "$c" "$t/ca.pem" "$t/nats-2.pem" "$t/nats-2-key.pem"
+  tls_expect refused "a plain route (the route password in clear)" route-plain 127.0.0.1 "$c"
+  tls_expect refused "a TLS route without a certificate" route-tls 127.0.0.1 "$c" "$t/ca.pem"
+  tls_expect refused "a TLS route with another CA's certificate" route-tls 127.0.0.1 "$c" "$t/ca.pem" "${other[@]}"
+  # Clients learn the other servers from the cluster: their own addresses (client_advertise),
+  # which the certificates name, not every interface of the host (a reconnect to one of those
+  # would fail the certificate check).
+  local info urls
+  info=$(python3 "$here/tls_probe.py" tls 127.0.0.1 "$n" "$t/ca.pem" "${good[@]}" "${edge[@]}" 2>&1) || true
+  urls=$(sed -n 's/.* connect_urls=\([^ ]*\).*/\1/p' <<<"$info" | tr ',' '\n')
+  if [[ -n $urls ]] && ! grep -qv '^127\.0\.0\.1:' <<<"$urls"; then
+    pass "clients learn only the nodes' advertised addresses ($(tr '\n' ' ' <<<"$urls"))"
+  else fail "the servers advertise other client addresses"; printf '    %s\n' "$info"; fi
+  for i in 1 2 3; do
+    h=$(cut -d' ' -f$i <<<"$NATS_HTTP_PORTS")
+    check "nats-$i has its 2 routes (mutual TLS)" bash -c \
+      "curl -fsS -m 2 http://127.0.0.1:$h/routez | python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)[\"num_routes\"] != 2)'"
+  done
+  # nats.c (what the services use) refuses a server whose certificate it cannot verify.
+  local out rc=0
+  out=$(env -i PATH="$PATH" NATS_URL="$NATS_URL" NATS_CA="$t/other-ca.pem" NATS_USER=edge \
+    NATS_PASSWORD="$EDGE_PASSWORD" NATS_CERT="${good[0]}" NATS_KEY="${good[1]}" \
+    "$build/tests/deploy/nats_probe" req '$JS.API.INFO' 2>&1) || rc=$?
+  if ((rc == 1)) && grep -qi 'ssl' <<<"$out"; then
+    pass "a client that trusts another CA does not connect (nats.c verifies the servers)"
+  else fail "a client trusting another CA: exit $rc"; printf '    %s\n' "$out"; fi
+}
+
+# tls_expect accepted|refused DESCRIPTION TLS-PROBE-ARGS...
+tls_expect() {
+  local want=$1 what=$2 rc=0 out got=other; shift 2
+  out=$(python3 "$here/tls_probe.py" "$@" 2>&1) || rc=$?
+  ((rc == 0)) && got=accepted
+  ((rc == 10)) && got=refused
+  if [[ $got == "$want" ]]; then pass "TLS: $what: $want"
+  else fail "TLS: $what: expected $want, got $got"; printf '    %s\n' "$out"; fi
 }
 
 prometheus_scrape_checks() {
@@ -281,6 +400,7 @@ stack_checks() {
   wait "$stack_pid" || { tail -20 "$work/stack.log"; die "scripts/stack up pg umami failed"; }
   UMAMI_URLS=$(grep '^UMAMI_URLS=' "$work/stack/env" | cut -d= -f2-)
   pass "PostgreSQL and Umami up ($UMAMI_URLS)"
+  tls_checks
   job_checks
   refusal_checks
   prometheus_scrape_checks

@@ -39,45 +39,72 @@ TEST_CASE("health results are cached for a few seconds", "[classifier]") {
   ProcessHealth h(std::chrono::milliseconds(3000));
   TimePoint t0{};
   CHECK(h.Fresh(t0) == ProcessHealth::State::kUnknown);
-  h.RecordCheck(false, t0 + seconds(10));
+  h.RecordCheck(false, t0 + seconds(9), t0 + seconds(10));
   CHECK(h.Fresh(t0 + seconds(12)) == ProcessHealth::State::kDown);
   CHECK(h.Fresh(t0 + seconds(14)) == ProcessHealth::State::kUnknown);
+  // A failed send is judged only by a check that began after the send: one begun before may
+  // have seen the process before the fault.
+  CHECK(h.FreshSince(t0 + seconds(8), t0 + seconds(11)) == ProcessHealth::State::kDown);
+  CHECK(h.FreshSince(t0 + seconds(9), t0 + seconds(11)) == ProcessHealth::State::kUnknown);
   CHECK(h.Last() == ProcessHealth::State::kDown);
 }
 
-TEST_CASE("write fault: 3 distinct visitors failing, at least as many as stored", "[classifier]") {
-  WriteFaultWindow w;
+TEST_CASE("write fault: 3 distinct visitors failing and no store since the run began",
+          "[classifier]") {
+  WriteFaultRun w;
   TimePoint t{};
   CHECK_FALSE(w.RecordFailure("a", t));
   CHECK_FALSE(w.RecordFailure("a", t + seconds(1)));  // same visitor twice counts once
   CHECK_FALSE(w.RecordFailure("b", t + seconds(2)));
   CHECK(w.RecordFailure("c", t + seconds(3)));
   CHECK(w.faulted());
-  // A success ends it, and the caller wakes every parked event.
-  CHECK(w.RecordStored(t + seconds(4)));
+  CHECK_FALSE(w.RecordFailure("d", t + seconds(4)));  // already a fault: no second start
+  // A store ends it, and the caller wakes every parked event.
+  CHECK(w.RecordStored(t + seconds(5)));
   CHECK_FALSE(w.faulted());
-  CHECK_FALSE(w.RecordStored(t + seconds(5)));
+  CHECK_FALSE(w.RecordStored(t + seconds(6)));
 }
 
-TEST_CASE("write fault: more stores than failing visitors is just bad events", "[classifier]") {
-  WriteFaultWindow w;
+TEST_CASE("write fault: the stores before the failures began do not count", "[classifier]") {
+  // The rule this replaced compared failing visitors with the last minute's stores: under busy
+  // traffic the stores made just before the fault outnumbered them.
+  WriteFaultRun w;
   TimePoint t{};
-  for (int i = 0; i < 10; ++i) w.RecordStored(t + std::chrono::milliseconds(i * 100));
-  CHECK_FALSE(w.RecordFailure("a", t + seconds(2)));
-  CHECK_FALSE(w.RecordFailure("b", t + seconds(2)));
-  CHECK_FALSE(w.RecordFailure("c", t + seconds(2)));
-  CHECK_FALSE(w.faulted());
-  // A minute later the stores have left the window; failures from 3 visitors now decide.
-  CHECK_FALSE(w.RecordFailure("d", t + seconds(63)));
-  CHECK_FALSE(w.RecordFailure("e", t + seconds(64)));
-  CHECK(w.RecordFailure("f", t + seconds(65)));
+  for (int i = 0; i < 1000; ++i) w.RecordStored(t + std::chrono::milliseconds(i * 10));
+  CHECK_FALSE(w.RecordFailure("a", t + seconds(10)));
+  CHECK_FALSE(w.RecordFailure("b", t + seconds(10)));
+  CHECK(w.RecordFailure("c", t + seconds(10)));
 }
 
-TEST_CASE("write fault: failures older than a minute do not count", "[classifier]") {
-  WriteFaultWindow w;
+TEST_CASE("write fault: a store among the failures is healthy traffic beside bad events",
+          "[classifier]") {
+  WriteFaultRun w;
+  TimePoint t{};
+  CHECK_FALSE(w.RecordFailure("a", t));
+  CHECK_FALSE(w.RecordFailure("b", t + seconds(1)));
+  CHECK_FALSE(w.RecordStored(t - seconds(1)));  // sent before the run began: proves nothing
+  CHECK(w.RecordFailure("c", t + seconds(2)));
+  CHECK_FALSE(w.RecordStored(t - seconds(1)));  // nor does it end the fault
+  CHECK(w.faulted());
+  CHECK(w.RecordStored(t + seconds(2)));
+  CHECK_FALSE(w.RecordFailure("a", t + seconds(3)));
+  CHECK_FALSE(w.RecordFailure("b", t + seconds(3)));
+  CHECK_FALSE(w.RecordStored(t + seconds(3)));  // a new run begins after it
+  CHECK_FALSE(w.RecordFailure("c", t + seconds(3)));
+  CHECK_FALSE(w.RecordFailure("d", t + seconds(4)));
+  CHECK_FALSE(w.faulted());
+  CHECK(w.RecordFailure("e", t + seconds(5)));
+}
+
+TEST_CASE("write fault: failures more than a minute apart are no run", "[classifier]") {
+  WriteFaultRun w;
   TimePoint t{};
   w.RecordFailure("a", t);
   w.RecordFailure("b", t + seconds(1));
   CHECK_FALSE(w.RecordFailure("c", t + seconds(90)));
   CHECK_FALSE(w.faulted());
+  CHECK(w.visitors() == 1);
+  // A visitor failing again keeps its place with its newest time.
+  CHECK_FALSE(w.RecordFailure("d", t + seconds(100)));
+  CHECK(w.RecordFailure("e", t + seconds(140)));
 }

@@ -78,12 +78,12 @@ TEST_CASE("Umami's database down for 60 s: nothing dead-lettered, everything sto
   CHECK(f.Metric("replayer_outage_retries_total") > 0);
 }
 
-TEST_CASE("Umami's database read-only for 90 s: a write fault, nothing dead-lettered",
-          "[integration][umami][replayer]") {
+TEST_CASE(
+    "40 events/s from 200 visitors, Umami's database read-only for 60 s meanwhile: a "
+    "write fault, nothing dead-lettered, each event stored once",
+    "[integration][umami][replayer]") {
   Fixture f(1, 2);
   f.StartReplayer();
-  PublishMany(f, 30, 10, "w");
-  REQUIRE(testsupport::WaitFor([&] { return f.StoredEvents() == 30; }, 60'000));
   const std::string admin = f.stack.Env("UMAMI_DATABASE_URL");
   const std::string postgres_db = admin.substr(0, admin.rfind('/')) + "/postgres";
   auto set_read_only = [&](bool on) {
@@ -92,25 +92,37 @@ TEST_CASE("Umami's database read-only for 90 s: a write fault, nothing dead-lett
                                         (on ? "on" : "off"));
     // Umami's pooled connections keep the old setting: end them so new ones take it.
     testsupport::Query(postgres_db,
-                       "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
-                       "'umami' AND pid <> pg_backend_pid()");
+                       "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE "
+                       "datname = 'umami' AND pid <> pg_backend_pid()");
   };
-  set_read_only(true);
-  // 50 visitors keep sending through the fault: known ones (500) and new ones (400).
-  auto start = std::chrono::steady_clock::now();
+  // A steady 40 events/s from 200 visitors: 60 s healthy, 60 s read-only, 60 s writable again.
+  // The rule must hold whatever the traffic before the fault (the rule this replaced compared
+  // the failures with the stores of the busy minute before it).
   int published = 0;
-  while (std::chrono::steady_clock::now() - start < 90s) {
-    PublishMany(f, 10, 50, "w", 30 + published);
-    published += 10;
-    std::this_thread::sleep_for(1s);
-  }
+  auto run = [&](std::chrono::seconds how_long) {
+    auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - start < how_long) {
+      PublishMany(f, 4, 200, "w", published);
+      published += 4;
+      std::this_thread::sleep_for(100ms);
+    }
+  };
+  run(60s);
+  set_read_only(true);
+  run(60s);
   CHECK(f.DlqReasons().empty());
   CHECK(f.Metric("replayer_write_fault_retries_total") > 0);
   set_read_only(false);
-  REQUIRE(f.WaitDrained(120'000));
+  run(60s);
+  REQUIRE(f.WaitDrained(180'000));
   CHECK(f.DlqReasons().empty());
-  CHECK(Distinct(f) == 30 + published);
-  CHECK(Duplicates(f) == 0);
+  CHECK(Distinct(f) == published);
+  // Sends under way when the fault began may have been answered 500 after their row was
+  // written (Umami writes an event with several statements): those are the only duplicates.
+  int64_t dups = Duplicates(f);
+  WARN("published " << published << ", duplicates " << dups << ", write-fault retries "
+                    << f.Metric("replayer_write_fault_retries_total"));
+  CHECK(dups == 0);
 }
 
 TEST_CASE("kill -9 at 10 random moments: every event stored, duplicates bounded",

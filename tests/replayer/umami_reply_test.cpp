@@ -8,13 +8,39 @@ TEST_CASE("send replies: 2.10 token text, v3 JSON, bots", "[umami]") {
   auto r = ParseSendReply("eyJhbGciOi.x.y");
   CHECK(r.kind == SendReply::Kind::kStored);
   CHECK(r.cache_token == "eyJhbGciOi.x.y");
-  r = ParseSendReply(R"({"cache":"tok","sessionId":"s","visitId":"v"})");
+  r = ParseSendReply(R"({"cache":"eyJh.eyJ3.c2ln","sessionId":"s","visitId":"v"})");
   CHECK(r.kind == SendReply::Kind::kStored);
-  CHECK(r.cache_token == "tok");
+  CHECK(r.cache_token == "eyJh.eyJ3.c2ln");
+  CHECK(r.token_problem.empty());
   CHECK(ParseSendReply("{}").kind == SendReply::Kind::kDroppedBot);
   CHECK(ParseSendReply(R"({"beep":"boop"})").kind == SendReply::Kind::kDroppedBot);
   CHECK(ParseSendReply("").cache_token.empty());
   CHECK(ParseSendReply("").kind == SendReply::Kind::kStored);
+}
+
+TEST_CASE("a reply is a token only in a JWT's shape and size", "[umami]") {
+  // What a proxy, a misrouted request or a broken Umami may answer with a 2xx.
+  const std::string page = "<html><body>" + std::string(70'000, 'x') + "</body></html>";
+  for (const std::string& body :
+       {page, std::string("OK"), std::string("a.b"), std::string("a..c"), std::string(".b.c"),
+        std::string("a.b.c.d"), std::string("a.b c.d"), std::string("tok\r\nX-Evil: 1"),
+        std::string(R"({"cache":"tok"})"), std::string(R"({"cache":")") + page + "\"}",
+        std::string(5000, 'a') + ".b.c"}) {
+    auto r = ParseSendReply(body);
+    INFO(body.substr(0, 40));
+    CHECK(r.kind == SendReply::Kind::kStored);
+    CHECK(r.cache_token.empty());
+    CHECK_FALSE(r.token_problem.empty());
+    // The problem names sizes, never the reply's bytes.
+    CHECK(r.token_problem.find("xxxx") == std::string::npos);
+  }
+  CHECK(ParseSendReply("{not json").cache_token.empty());
+  CHECK_FALSE(ParseSendReply("{not json").token_problem.empty());
+  // Both versions' real tokens: a JWT with an empty signature is still one (alg none).
+  CHECK(UsableToken("eyJhbGciOiJIUzI1NiJ9.eyJzZXNzaW9uSWQiOiJ4In0.sig_-09"));
+  CHECK(UsableToken("eyJh.eyJ3."));
+  CHECK_FALSE(UsableToken(std::string(kMaxTokenBytes - 4, 'a') + ".b.cd"));
+  CHECK(UsableToken(std::string(kMaxTokenBytes - 4, 'a') + ".b.c"));
 }
 
 TEST_CASE("the probe passes only on website-not-found", "[umami]") {

@@ -1,6 +1,9 @@
 #include "common/config.h"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
 
 using core::ConfigError;
 using core::ConfigReader;
@@ -103,4 +106,137 @@ TEST_CASE("integers must be whole numbers in range", "[config]") {
   CHECK(r.Int("B", 1, 0, 10) == 1);
   CHECK(r.Int("C", 1, 0, 10) == 5);
   CHECK(r.errors().size() == 2);
+}
+
+TEST_CASE("a URL with user info is refused and its password never printed", "[config]") {
+  for (const char* var : {"UMAMI_URLS", "NATS_URL"}) {
+    ConfigReader r(
+        Env{{var, "http://a:1,https://umami:s3cr3t-pw@b:3000/x,nats://u:s3cr3t-pw@c:4222"}});
+    auto urls = r.UrlList(var, "", {"http", "https", "nats"});
+    CHECK(urls == std::vector<std::string>{"http://a:1"});
+    REQUIRE(r.errors().size() == 2);
+    for (const auto& e : r.errors()) {
+      INFO(e);
+      CHECK(e.find("s3cr3t") == std::string::npos);
+      CHECK(e.find("umami") == std::string::npos);
+      CHECK(e.find("carries user info") != std::string::npos);
+      CHECK(e.rfind(std::string(var) + ": ", 0) == 0);
+    }
+    CHECK(r.errors()[0].find("'https://***@b:3000/x'") != std::string::npos);
+  }
+  // A malformed URL's error does not show user info either.
+  ConfigReader r(Env{{"UMAMI_URLS", "ftp://x:s3cr3t-pw@b:1"}});
+  r.UrlList("UMAMI_URLS", "", {"http", "https"});
+  REQUIRE(r.errors().size() == 1);
+  CHECK(r.errors()[0].find("s3cr3t") == std::string::npos);
+  CHECK(core::RedactUrl("http://u:p@h:1/a@b") == "http://***@h:1/a@b");
+  CHECK(core::RedactUrl("http://h:1/a@b") == "http://h:1/a@b");
+}
+
+TEST_CASE("METRICS_LISTEN is an IPv4 address and a port", "[config]") {
+  for (const char* ok : {"0.0.0.0:9464", "127.0.0.1:0", "10.1.2.3:65535"}) {
+    ConfigReader r(Env{{"METRICS_LISTEN", ok}});
+    auto c = core::ReadCommonConfig(r, "127.0.0.1:1");
+    CHECK_NOTHROW(r.Finish());
+    CHECK(c.metrics_listen == ok);
+  }
+  for (const char* bad :
+       {"localhost:9464", "9464", ":9464", "1.2.3.4:65536", "1.2.3:80", "[::]:80", "1.2.3.4:x"}) {
+    ConfigReader r(Env{{"METRICS_LISTEN", bad}});
+    core::ReadCommonConfig(r, "127.0.0.1:1");
+    CHECK_THROWS_WITH(r.Finish(), Catch::Contains("METRICS_LISTEN: '" + std::string(bad) +
+                                                  "' is not IPv4-address:port"));
+  }
+}
+
+namespace {
+// A file with some content in the test's temporary directory.
+std::string TempFile(const std::string& name) {
+  std::string path = "/tmp/core_config_test_" + std::to_string(getpid()) + "_" + name;
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs("-----BEGIN CERTIFICATE-----\n", f);
+  std::fclose(f);
+  return path;
+}
+}  // namespace
+
+TEST_CASE("NATS TLS: tls:// URLs, CA and client certificate files checked at start", "[config]") {
+  std::string ca = TempFile("ca.pem");
+  std::string cert = TempFile("cert.pem");
+  std::string key = TempFile("key.pem");
+  {
+    ConfigReader r(Env{{"NATS_URL", "tls://a:4222,tls://b:4222"},
+                       {"NATS_CA", ca},
+                       {"NATS_CERT", cert},
+                       {"NATS_KEY", key}});
+    auto c = core::ReadCommonConfig(r, "127.0.0.1:1");
+    REQUIRE_NOTHROW(r.Finish());
+    CHECK(c.nats_tls);
+    CHECK(c.nats_ca == ca);
+    CHECK(c.nats_cert == cert);
+    CHECK(c.nats_key == key);
+  }
+  {
+    // tls:// without a CA: the system's trust store.
+    ConfigReader r(Env{{"NATS_URL", "tls://a:4222"}});
+    auto c = core::ReadCommonConfig(r, "127.0.0.1:1");
+    REQUIRE_NOTHROW(r.Finish());
+    CHECK(c.nats_tls);
+    CHECK(c.nats_ca.empty());
+  }
+  {
+    ConfigReader r({});
+    CHECK_FALSE(core::ReadCommonConfig(r, "127.0.0.1:1").nats_tls);
+  }
+  auto fails = [](const Env& env, const std::string& what) {
+    ConfigReader r(env);
+    core::ReadCommonConfig(r, "127.0.0.1:1");
+    CHECK_THROWS_WITH(r.Finish(), Catch::Contains(what));
+  };
+  fails({{"NATS_URL", "tls://a:4222"}, {"NATS_CA", "/nonexistent/ca.pem"}},
+        "NATS_CA: '/nonexistent/ca.pem' is not a readable file");
+  fails({{"NATS_URL", "tls://a:4222"}, {"NATS_CA", "/tmp"}},
+        "NATS_CA: '/tmp' is not a readable file");
+  fails({{"NATS_URL", "tls://a:4222"}, {"NATS_CERT", cert}, {"NATS_KEY", "/nonexistent/k"}},
+        "NATS_KEY: '/nonexistent/k' is not a readable file");
+  fails({{"NATS_URL", "tls://a:4222"}, {"NATS_CERT", cert}},
+        "NATS_KEY: NATS_CERT and NATS_KEY go together");
+  fails({{"NATS_URL", "tls://a:4222"}, {"NATS_KEY", key}},
+        "NATS_CERT: NATS_CERT and NATS_KEY go together");
+  fails({{"NATS_URL", "tls://a:4222,nats://b:4222"}}, "NATS_URL: mixes nats:// and tls://");
+  fails({{"NATS_URL", "nats://a:4222"}, {"NATS_CA", ca}},
+        "NATS_URL: NATS_CA, NATS_CERT and NATS_KEY need tls:// URLs");
+  fails({{"NATS_CONNECT_TIMEOUT", "50ms"}}, "NATS_CONNECT_TIMEOUT: '50ms' is outside 100ms..1m");
+  std::remove(ca.c_str());
+  std::remove(cert.c_str());
+  std::remove(key.c_str());
+}
+
+TEST_CASE("the reader lists every variable asked for, with its default", "[config]") {
+  ConfigReader r({});
+  core::ReadCommonConfig(r, "0.0.0.0:9464");
+  core::ReadTopologyConfig(r);
+  const auto& v = r.variables();
+  auto find = [&](const std::string& name) -> const std::string* {
+    for (const auto& [n, d] : v) {
+      if (n == name) return &d;
+    }
+    return nullptr;
+  };
+  REQUIRE(find("NATS_URL"));
+  CHECK(*find("NATS_URL") == "nats://127.0.0.1:4222");
+  REQUIRE(find("METRICS_LISTEN"));
+  CHECK(*find("METRICS_LISTEN") == "0.0.0.0:9464");
+  REQUIRE(find("NATS_CA"));
+  CHECK(find("NATS_CA")->empty());
+  REQUIRE(find("NATS_CONNECT_TIMEOUT"));
+  CHECK(*find("NATS_CONNECT_TIMEOUT") == "1s");
+  REQUIRE(find("WEB_EVENTS_MAX_AGE"));
+  CHECK(*find("WEB_EVENTS_MAX_AGE") == "3d");
+  REQUIRE(find("LOG_LEVEL"));
+  CHECK(*find("LOG_LEVEL") == "info");
+  // Each name once.
+  for (size_t i = 0; i < v.size(); ++i) {
+    for (size_t j = i + 1; j < v.size(); ++j) CHECK(v[i].first != v[j].first);
+  }
 }

@@ -1,0 +1,35 @@
+#include "common/service_cli.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+namespace core {
+
+std::optional<int> HandleServiceArguments(int argc, char** argv, const ServiceUsage& usage,
+                                          const std::string& version) {
+  if (argc <= 1) return std::nullopt;
+  ConfigReader names({});
+  if (usage.read_config) usage.read_config(names);
+  std::string footer =
+      "Configuration comes from the environment only; README.md (Configuration) says what each "
+      "variable means. Read here, with their defaults:\n";
+  for (const auto& [name, fallback] : names.variables()) {
+    std::string line = "  " + name;
+    if (!fallback.empty())
+      line += std::string(line.size() < 40 ? 40 - line.size() : 1, ' ') + fallback;
+    footer += line + "\n";
+  }
+  footer += usage.exit_codes;
+  CLI::App app{usage.description, usage.name};
+  app.set_version_flag("--version", usage.name + " " + version);
+  app.footer(footer);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e, std::cout, std::cerr);
+    return rc == 0 ? 0 : 2;
+  }
+  return std::nullopt;  // only reached with arguments CLI11 accepts and we do not have: none
+}
+
+}  // namespace core

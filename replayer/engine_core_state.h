@@ -1,0 +1,202 @@
+// Private to the engine core (engine_core*.cpp): its state. Nothing else includes this file.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "replayer/classifier.h"
+#include "replayer/engine_core.h"
+#include "replayer/lanes.h"
+#include "replayer/recent_seqs.h"
+#include "replayer/visit_state.h"
+
+namespace replayer {
+namespace core_detail {
+
+constexpr milliseconds kTick{1000};
+constexpr milliseconds kDownRecheck{2000};
+// A check with no complete answer by then counts as failed (its requests time out at 3 s and
+// 5 s in the shell; this holds even if the HTTP client never answers).
+constexpr milliseconds kCheckDeadline{10'000};
+// A send with no answer by its timeout plus this is given up as failed: the HTTP client should
+// have answered with a timeout by then.
+constexpr milliseconds kSendGrace{5000};
+constexpr milliseconds kGuardAckWait{10'000};
+constexpr milliseconds kGuardRetry{1000};
+constexpr milliseconds kLookupRetry{1000};
+constexpr milliseconds kDeadLetterAckWait{15'000};
+constexpr milliseconds kDeadLetterRetry{5000};
+// A copy the server refused for its size: retried slowly (each refusal counted and alerted on),
+// since only an operator can make room.
+constexpr milliseconds kDeadLetterTooLargeRetry{60'000};
+constexpr milliseconds kFetchRetry{250};
+constexpr milliseconds kStopGrace{15'000};
+// After the last fetch answered: its pull request may still be open on the server a little
+// longer; a nak before it closes would hand the message straight back to it.
+constexpr milliseconds kPullExpiry{600};
+constexpr milliseconds kVisitSweep{60'000};
+constexpr size_t kRecentFinished = 16384;
+constexpr int kMaxProbeRoom = 100;
+
+inline constexpr const char* kOverflowReason =
+    "more than 64 events of this visitor were held behind an event umami keeps failing";
+inline constexpr const char* kCodeFailed = "failed_4_times";
+inline constexpr const char* kCodeOverflow = "visitor_overflow";
+inline constexpr const char* kCodePoison = "poison";
+
+// kLookingUp: its duplicate guard is being read. kFinishing: stored, its guard record under
+// way. kDeadLettering: its WEB_DLQ copy under way; kDeadLetterWait: to be published again.
+enum class Stage {
+  kLookingUp,
+  kWaiting,
+  kReady,
+  kSending,
+  kChecking,
+  kBackoff,
+  kFinishing,
+  kDeadLettering,
+  kDeadLetterWait,
+};
+
+struct Held {
+  Ref ref = 0;
+  uint64_t seq = 0;
+  int64_t bytes = 0;
+  std::string subject;
+  WebEvent ev;       // empty for poison at once
+  std::string lane;  // empty for poison at once
+  Stage stage = Stage::kWaiting;
+  int failures = 0;     // counted failures
+  int fault_parks = 0;  // times it was parked by a write fault
+  bool parked_write_fault = false;
+  bool token_sent = false;  // the send under way carries the visit's token
+  int process = -1;
+  TimePoint sent_at{};  // when the last send began
+  uint64_t op = 0;      // the send, lookup or publish under way (its id), 0 for none
+  uint64_t gen = 0;     // a timer armed before the last stage change is ignored
+  TimePoint touched{};
+  std::string last_answer;  // "HTTP 500: ..." of the last failed send
+  std::string dlq_reason;
+  std::string dlq_code;
+};
+
+struct Proc {
+  std::string name;
+  ProcessHealth health;
+  WriteFaultRun run;
+  TimePoint last_store{};
+  int in_flight = 0;
+  uint64_t check_id = 0;  // the check under way; 0: none
+  TimePoint check_started{};
+  bool heartbeat_answered = false, probe_answered = false;
+  bool heartbeat_ok = false, probe_ok = false;
+  std::string check_detail;
+  std::map<uint64_t, TimePoint> abandoned;  // checks given up, still unanswered
+  std::vector<uint64_t> checking;  // events waiting for a check of this process (some stale)
+  bool check_stuck_noted = false;
+  bool send_stuck_noted = false;
+  bool token_noted = false;
+};
+
+struct Timer {
+  TimePoint at;
+  uint64_t eid;
+  uint64_t gen;
+  bool operator>(const Timer& o) const { return at > o.at; }
+};
+
+enum class Mode { kRunning, kStopping, kLeaseLost };
+
+}  // namespace core_detail
+
+using namespace core_detail;  // NOLINT: private header of one component
+
+struct EngineCore::State {
+  explicit State(CoreConfig c);
+
+  CoreConfig cfg;
+  Output out;
+  std::vector<Proc> procs;
+  // The write-fault run over every process together: Umami's processes usually share one
+  // database, and with few visitors spread over several processes no single process may see
+  // three of them fail.
+  WriteFaultRun shared_run;
+  std::unordered_map<uint64_t, Held> held;        // by event id (the core's own)
+  std::unordered_map<uint64_t, uint64_t> by_seq;  // stream sequence -> event id
+  std::unordered_map<Ref, uint64_t> by_ref;
+  std::unordered_map<uint64_t, uint64_t> ops;  // send, lookup or publish id -> event id
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
+  std::deque<uint64_t> ready;
+  Lanes lanes;
+  VisitStates visits;
+  std::unordered_set<std::string> visit_lookups;  // lanes whose visit state is being read
+  RecentSeqs recent{kRecentFinished};
+  uint64_t next_eid = 0;
+  uint64_t next_op = 0;
+  int held_count = 0;
+  int64_t held_bytes = 0;
+  int sends = 0;
+  bool fetching = false;
+  // Messages the intake may take beyond max_in_flight while the core is stalled: see Tick().
+  int probe_room = 0;
+  int parked = 0;  // events parked by a write fault (kBackoff with parked_write_fault)
+  TimePoint fetch_retry_at{};
+  TimePoint last_fetch_answer{};
+  TimePoint next_tick{};
+  TimePoint next_sweep{};
+  TimePoint armed{};
+  bool dlq_too_large_noted = false;
+  bool dlq_unavailable_noted = false;
+  Mode mode = Mode::kRunning;
+  TimePoint stop_deadline{};
+  TimePoint release_at{};
+  bool done = false;
+
+  template <typename T>
+  void Emit(T cmd) {
+    out.commands.emplace_back(std::move(cmd));
+  }
+  Note& Tell(Note::Kind kind) {
+    Note& n = out.notes.emplace_back();
+    n.kind = kind;
+    return n;
+  }
+
+  // engine_core.cpp: intake, budget, timers, stop.
+  void AfterInput(TimePoint now);
+  void MaybeFetch(TimePoint now);
+  int FetchRoom() const;  // what the next fetch may ask for; 0: not now
+  void Admit(Delivery d, TimePoint now);
+  void LookUpGuard(uint64_t eid, Held& h);
+  void EnsureVisitKnown(const std::string& lane, const WebEvent& ev, TimePoint now);
+  void TryReady(uint64_t eid, TimePoint now);
+  void MakeReady(uint64_t eid, Held& h);
+  void NewOp(uint64_t eid, Held& h);  // a new operation id for the event, indexed
+  void Arm(uint64_t eid, Held& h, TimePoint at);
+  void Fire(uint64_t eid, Held& h, TimePoint now);
+  void Tick(TimePoint now);
+  void Finish(uint64_t eid, TimePoint now);
+  void MaybeRelease(TimePoint now);
+
+  // engine_core_send.cpp: sends, checks, decisions, publishes.
+  void Dispatch(TimePoint now);
+  int PickProcess() const;
+  void Send(uint64_t eid, Held& h, int p, TimePoint now);
+  void EndSend(Held& h);
+  void OnStored(uint64_t eid, Held& h, const std::string& body, TimePoint now);
+  void OnFailed(uint64_t eid, Held& h, TimePoint now);
+  void StartCheck(int p, TimePoint now);
+  void CompleteCheck(int p, bool passed, TimePoint now);
+  void Decide(uint64_t eid, Held& h, bool passed, TimePoint now);
+  void WakeParked(TimePoint now);
+  void PutGuard(uint64_t eid, Held& h, TimePoint now);
+  void DeadLetter(uint64_t eid, Held& h, const std::string& reason, const std::string& code,
+                  TimePoint now);
+  void OnPublishedGuard(uint64_t eid, Held& h, const PubOutcome& o, TimePoint now);
+  void OnPublishedDeadLetter(uint64_t eid, Held& h, const PubOutcome& o, TimePoint now);
+};
+
+}  // namespace replayer

@@ -1,0 +1,161 @@
+// The replayer's shell: the engine core's notes as metrics and log lines. Values that came from
+// a message or from Umami are made safe (printable, bounded) before they reach a log line.
+#include <spdlog/spdlog.h>
+
+#include "common/timefmt.h"
+#include "replayer/engine_state.h"
+#include "replayer/event_rules.h"
+
+namespace replayer {
+namespace {
+
+std::string Safe(const std::string& s) { return rules::Excerpt(s, 300); }
+
+std::string FailureClass(int status) {
+  if (status == 0) return "network";
+  if (status >= 400 && status < 500) return "4xx";
+  if (status >= 500) return "5xx";
+  return "other";
+}
+
+}  // namespace
+
+void Engine::State::Observe(const Note& n) {
+  static const std::string kEvery = "(every process: the database they share)";
+  const std::string& url = n.process >= 0 ? cfg.umami_urls[n.process] : kEvery;
+  TimePoint now = Clock::now();
+  switch (n.kind) {
+    case Note::Kind::kFetched:
+      m.fetched.Inc(static_cast<double>(n.count));
+      if (n.status > 0) m.redeliveries_received.Inc(n.status);
+      break;
+    case Note::Kind::kFetchFailed:
+      if (now - last_fetch_warn > milliseconds(10'000)) {
+        spdlog::warn("fetch from WEB_EVENTS failed (retrying): {}", n.text);
+        last_fetch_warn = now;
+      }
+      break;
+    case Note::Kind::kStored: {
+      m.stored.Inc();
+      double now_s = static_cast<double>(core::NowUnixNs()) / 1e9;
+      m.last_stored_timestamp.Set(now_s);
+      m.age_at_store_seconds.Observe(now_s - static_cast<double>(n.accepted_at_ms) / 1000.0);
+      break;
+    }
+    case Note::Kind::kDroppedByUmami:
+      m.dropped_by_umami.Inc();
+      break;
+    case Note::Kind::kDuplicateSkipped:
+      m.duplicates_skipped.Inc();
+      spdlog::debug("seq {} was stored before: acked, not sent again", n.seq);
+      break;
+    case Note::Kind::kDeadLettered:
+      m.dead_lettered.With({n.code}).Inc();
+      spdlog::warn("event moved to the dlq: reason=\"{}\" subject={} seq={} last_answer=\"{}\"",
+                   Safe(n.text), Safe(n.subject), n.seq, Safe(n.detail));
+      break;
+    case Note::Kind::kSendDone:
+      send_seconds[n.process]->Observe(n.seconds);
+      break;
+    case Note::Kind::kSendFailed:
+      m.send_failures.With({url, FailureClass(n.status)}).Inc();
+      spdlog::debug("send of seq {} to {} failed: {}", n.seq, url, Safe(n.text));
+      break;
+    case Note::Kind::kSendStuck:
+      if (!n.first) break;  // once per process until it answers again
+      spdlog::warn(
+          "a send to {} (seq {}) had no answer from the HTTP client within the send "
+          "timeout: given up as failed",
+          url, n.seq);
+      break;
+    case Note::Kind::kOutageRetried:
+      m.outage_retries.Inc();
+      break;
+    case Note::Kind::kWriteFaultRetried:
+      m.write_fault_retries.Inc();
+      break;
+    case Note::Kind::kProcessUp:
+      m.process_up.With({url}).Set(1);
+      spdlog::info("umami process {} passes its health checks", url);
+      break;
+    case Note::Kind::kProcessDown:
+      m.process_up.With({url}).Set(0);
+      spdlog::warn("umami process {} fails its health checks: treated as down ({})", url,
+                   Safe(n.text));
+      break;
+    case Note::Kind::kWriteFaultBegan:
+      if (n.process >= 0) {
+        m.write_fault.With({url}).Set(1);
+      } else {
+        for (const auto& u : cfg.umami_urls) m.write_fault.With({u}).Set(1);
+      }
+      spdlog::warn(
+          "umami process {} cannot write ({} visitors failed since it last stored an "
+          "event, its checks passing): failures no longer count, retries every 30 s",
+          url, n.count);
+      break;
+    case Note::Kind::kWriteFaultEnded:
+      for (int i = 0; i < static_cast<int>(cfg.umami_urls.size()); ++i) {
+        if (n.process < 0 || n.process == i) {
+          m.write_fault.With({cfg.umami_urls[i]}).Set(core.ProcessWriteFault(i) ? 1 : 0);
+        }
+      }
+      spdlog::info("umami process {} stores again: write fault over, parked events retry now", url);
+      break;
+    case Note::Kind::kCheckDone:
+      spdlog::debug("health check of {}: {} in {:.3f} s{}{}", url, n.status ? "passed" : "failed",
+                    n.seconds, n.text.empty() ? "" : ": ", Safe(n.text));
+      break;
+    case Note::Kind::kCheckTimedOut:
+      spdlog::warn("health check of {} had no complete answer within 10 s: counted as failed{}{}",
+                   url, n.text.empty() ? "" : " (", n.text.empty() ? "" : Safe(n.text) + ")");
+      break;
+    case Note::Kind::kCheckStuck:
+      spdlog::warn(
+          "a health check of {} has had no answer from the HTTP client for {:.0f} s "
+          "(more than REPLAYER_SEND_TIMEOUT): the client, not Umami, is stuck; newer "
+          "checks go on",
+          url, n.seconds);
+      break;
+    case Note::Kind::kTokenIgnored:
+      m.tokens_ignored.With({url}).Inc();
+      if (n.first) {
+        spdlog::warn(
+            "umami process {} answered a stored event with {}: no cache token kept "
+            "(logged once per process; replayer_cache_tokens_ignored_total counts them)",
+            url, n.text);
+      }
+      break;
+    case Note::Kind::kGuardFailed:
+      spdlog::warn("duplicate guard record for seq {} failed, writing it again: {}", n.seq, n.text);
+      break;
+    case Note::Kind::kLookupFailed:
+      if (now - last_lookup_warn > milliseconds(10'000)) {
+        spdlog::warn("{} (seq {})", n.text, n.seq);
+        last_lookup_warn = now;
+      }
+      break;
+    case Note::Kind::kDlqPublishFailed:
+      m.dlq_publish_failures.With({n.code}).Inc();
+      if (n.first) {
+        spdlog::error(
+            "could not move seq {} to WEB_DLQ ({}): {}; retrying {} (logged once per "
+            "cause; replayer_dlq_publish_failures_total counts every failure)",
+            n.seq, n.code, n.text,
+            n.code == "too_large" ? "every 60 s until an operator makes room" : "every 5 s");
+      }
+      break;
+    case Note::Kind::kRedeliveryAdopted:
+      spdlog::debug("seq {} delivered again while held: the newest delivery is kept", n.seq);
+      break;
+    case Note::Kind::kReleased:
+      if (n.count > 0 && n.status) spdlog::info("released {} held events for redelivery", n.count);
+      if (n.count > 0 && !n.status) {
+        spdlog::info("left {} held events to the next leader (they return after the ack wait)",
+                     n.count);
+      }
+      break;
+  }
+}
+
+}  // namespace replayer

@@ -1,0 +1,154 @@
+// The replayer's shell: the fetch thread and the lookup thread. Each carries out the requests the
+// engine thread hands it and puts the answers in the inbox; neither decides anything.
+#include "replayer/engine_workers.h"
+
+#include "common/dead_letter.h"
+
+namespace replayer {
+namespace {
+constexpr core::Millis kFetchWait{500};
+}  // namespace
+
+void Inbox::Put(Fetched f) {
+  std::lock_guard lock(mu_);
+  pending_.fetched.push_back(std::move(f));
+}
+
+void Inbox::Put(std::vector<GuardAnswer> guards, std::vector<VisitAnswer> visits) {
+  std::lock_guard lock(mu_);
+  for (auto& g : guards) pending_.guards.push_back(g);
+  for (auto& v : visits) pending_.visits.push_back(std::move(v));
+}
+
+void Inbox::Put(PubDone done) {
+  std::lock_guard lock(mu_);
+  pending_.published.push_back(std::move(done));
+}
+
+Inbox::Batch Inbox::Take() {
+  Batch out;
+  std::lock_guard lock(mu_);
+  std::swap(out, pending_);
+  return out;
+}
+
+Workers::Workers(core::PullConsumer& consumer, core::KvBucket& stored_ids, core::KvBucket& visits,
+                 Inbox& inbox, std::function<void()> wake)
+    : consumer_(consumer),
+      stored_ids_(stored_ids),
+      visits_(visits),
+      inbox_(inbox),
+      wake_(std::move(wake)) {
+  fetcher_ = std::thread([this] { FetchLoop(); });
+  looker_ = std::thread([this] { LookupLoop(); });
+}
+
+Workers::~Workers() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  fetcher_.join();
+  looker_.join();
+}
+
+void Workers::Fetch(FetchCmd cmd) {
+  {
+    std::lock_guard lock(mu_);
+    fetch_ = cmd;
+  }
+  cv_.notify_all();
+}
+
+void Workers::LookUp(LookupJob job) {
+  {
+    std::lock_guard lock(mu_);
+    lookups_.push_back(std::move(job));
+  }
+  cv_.notify_all();
+}
+
+void Workers::FetchLoop() {
+  while (true) {
+    FetchCmd req;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || fetch_.has_value(); });
+      if (stop_) return;
+      req = *fetch_;
+      fetch_.reset();
+    }
+    Fetched f;
+    auto batch = consumer_.Fetch(req.max_messages, kFetchWait);
+    if (!batch) {
+      f.error = batch.error().message;  // answered at once; the core waits before the next
+    } else {
+      f.messages = std::move(*batch);
+      f.deliveries.reserve(f.messages.size());
+      for (const auto& msg : f.messages) {
+        Delivery d;
+        d.ref = ++next_ref_;
+        d.stream_seq = msg.stream_seq();
+        d.num_delivered = msg.num_delivered();
+        int64_t bytes = static_cast<int64_t>(msg.data().size());
+        for (const auto& [k, v] : msg.AllHeaders()) {
+          bytes += static_cast<int64_t>(k.size() + v.size() + 4);
+        }
+        d.bytes = bytes;
+        d.replayed = msg.Header(core::dead_letter::kReplay).has_value();
+        d.subject = std::string(msg.subject());
+        // Parsing is pure and the costliest step of the intake: done here, beside the engine.
+        d.parsed = Parse(msg.data(), msg.Header("Nats-Msg-Id").value_or(""));
+        f.deliveries.push_back(std::move(d));
+      }
+    }
+    inbox_.Put(std::move(f));
+    wake_();
+  }
+}
+
+void Workers::LookupLoop() {
+  while (true) {
+    LookupJob job;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !lookups_.empty(); });
+      if (stop_) return;
+      // Everything queued goes out together: the KV reads are request/reply round trips.
+      while (!lookups_.empty()) {
+        auto& more = lookups_.front();
+        for (auto& g : more.guards) job.guards.push_back(std::move(g));
+        for (auto& v : more.visits) job.visits.push_back(std::move(v));
+        lookups_.pop_front();
+      }
+    }
+    auto answer = [](const core::Result<std::optional<core::KvValue>>& r) {
+      if (!r) return Lookup::kError;
+      return r->has_value() ? Lookup::kFound : Lookup::kAbsent;
+    };
+    std::vector<GuardAnswer> guards;
+    std::vector<VisitAnswer> visits;
+    if (!job.guards.empty()) {
+      std::vector<std::string> keys;
+      for (const auto& g : job.guards) keys.push_back(g.key);
+      auto got = stored_ids_.GetMany(keys);
+      for (size_t i = 0; i < got.size(); ++i) {
+        guards.push_back({job.guards[i].lookup_id, answer(got[i])});
+      }
+    }
+    if (!job.visits.empty()) {
+      std::vector<std::string> keys;
+      for (const auto& v : job.visits) keys.push_back(v.key);
+      auto got = visits_.GetMany(keys);
+      for (size_t i = 0; i < got.size(); ++i) {
+        auto a = answer(got[i]);
+        visits.push_back({job.visits[i].lane, a, a == Lookup::kFound ? (*got[i])->value : ""});
+      }
+    }
+    inbox_.Put(std::move(guards), std::move(visits));
+    wake_();
+  }
+}
+
+}  // namespace replayer

@@ -1,0 +1,102 @@
+// Private to the replayer's shell: the threads that carry out the engine core's fetches and
+// lookups, and the inbox through which every answer reaches the engine thread.
+//
+// Threads: a Workers object runs a fetch thread and a lookup thread; each takes one request at a
+// time from the engine thread (Fetch(), LookUp()) and puts the answer in the Inbox, then calls
+// `wake` (HttpPool::Wakeup: it ends the engine thread's poll). Inbox methods may be called from
+// any thread (one mutex); nats.c's publish completions use it too. Ownership: Workers borrows the
+// consumer, the buckets and the inbox, which must outlive it; the destructor joins its threads.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "common/nats_kv.h"
+#include "common/nats_stream.h"
+#include "replayer/core_io.h"
+
+namespace replayer {
+
+// A fetched batch: the messages stay with the shell, the deliveries go to the core.
+struct Fetched {
+  std::vector<core::Message> messages;
+  std::vector<Delivery> deliveries;  // one per message, same order
+  std::string error;
+};
+
+struct LookupJob {
+  std::vector<GuardLookupCmd> guards;
+  std::vector<VisitLookupCmd> visits;
+};
+
+struct GuardAnswer {
+  uint64_t lookup_id;
+  Lookup answer;
+};
+
+struct VisitAnswer {
+  std::string lane;
+  Lookup answer;
+  std::string value;
+};
+
+struct PubDone {
+  uint64_t tag;
+  PubOutcome outcome;
+};
+
+class Inbox {
+ public:
+  struct Batch {
+    std::vector<Fetched> fetched;
+    std::vector<GuardAnswer> guards;
+    std::vector<VisitAnswer> visits;
+    std::vector<PubDone> published;
+  };
+  void Put(Fetched f);
+  void Put(std::vector<GuardAnswer> guards, std::vector<VisitAnswer> visits);
+  void Put(PubDone done);
+  // Everything put so far; the inbox is empty afterwards.
+  Batch Take();
+
+ private:
+  std::mutex mu_;
+  Batch pending_;
+};
+
+class Workers {
+ public:
+  Workers(core::PullConsumer& consumer, core::KvBucket& stored_ids, core::KvBucket& visits,
+          Inbox& inbox, std::function<void()> wake);
+  ~Workers();
+  Workers(const Workers&) = delete;
+  Workers& operator=(const Workers&) = delete;
+
+  // At most one fetch is asked for at a time (the core sees to it).
+  void Fetch(FetchCmd cmd);
+  void LookUp(LookupJob job);
+
+ private:
+  void FetchLoop();
+  void LookupLoop();
+
+  core::PullConsumer& consumer_;
+  core::KvBucket& stored_ids_;
+  core::KvBucket& visits_;
+  Inbox& inbox_;
+  std::function<void()> wake_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<FetchCmd> fetch_;
+  std::deque<LookupJob> lookups_;
+  bool stop_ = false;
+  Ref next_ref_ = 0;  // fetch thread only: refs are numbered in fetch order
+  std::thread fetcher_, looker_;
+};
+
+}  // namespace replayer

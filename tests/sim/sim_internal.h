@@ -1,0 +1,62 @@
+// Private to the simulator's world (sim_*.cpp).
+#pragma once
+
+#include "tests/sim/sim_world.h"
+
+namespace sim {
+
+struct World::Msg {
+  uint64_t seq = 0;
+  int index = 0;  // into events_
+  std::string body;
+  bool acked = false;
+  bool out = false;  // delivered and neither acked nor due again
+  uint64_t deliveries = 0;
+  int holder = -1;
+  uint64_t gen = 0;  // ack-wait timers armed before the last delivery or touch are ignored
+};
+
+struct World::Fetch {
+  int inst;
+  uint64_t epoch;
+  int max_messages;
+  uint64_t serial;
+};
+
+struct World::UmamiProc {
+  uint64_t requests = 0;
+};
+
+struct RefInfo {
+  uint64_t seq;
+  uint64_t delivered;
+};
+
+struct World::Instance {
+  int id = 0;
+  bool alive = true;
+  uint64_t epoch = 0;
+  std::unique_ptr<replayer::EngineCore> core;
+  replayer::Output out;
+  TimePoint wake_at{};
+  std::unordered_map<replayer::Ref, RefInfo> refs;       // handed to it, not yet answered
+  std::unordered_map<uint64_t, uint64_t> sends;          // send id -> seq, in flight
+  std::unordered_map<std::string, int> lane_sends;       // sends in flight per visitor
+  std::unordered_map<std::string, uint64_t> lane_first;  // last seq first sent (delivery 1)
+  std::unordered_set<uint64_t> finishing;  // seqs it got a 2xx for and has not acked yet
+  std::unordered_set<uint64_t> sent_once;  // seqs it sent at least once (this term)
+  uint64_t steps = 0;
+  bool stopping = false;  // told to stop or that the lease is lost
+};
+
+// How Umami answers; decided when the request is processed.
+struct UmamiAnswer {
+  int status = 0;
+  std::string body;
+  std::string error;
+  bool row = false;  // a website_event row (or session data) was written
+};
+
+inline constexpr int64_t kMinute = 60'000;
+
+}  // namespace sim
