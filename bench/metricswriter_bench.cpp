@@ -229,6 +229,9 @@ Run Drain(testsupport::TestStack& stack, core::pg::PgConn& pg, const std::string
   while (true) {
     std::string v = testsupport::Capture(scrape);
     if (!v.empty() && std::stod(v) >= batches) break;
+    if (!writer.Running()) {  // e.g. its METRICS_LISTEN port taken meanwhile by another process
+      throw std::runtime_error(writer_bin + " exited during the drain; its log: " + log);
+    }
     r.rss_kb = std::max(r.rss_kb, PeakRssKb(writer.pid()));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (Since(t0) > 1800) throw std::runtime_error("drain took longer than 30 min");
@@ -378,6 +381,7 @@ void CpuOnly(int batches, int points) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
   int batches = 200'000, points = 20;
   bool cpu_only = false;
   std::vector<std::string> writers = {testsupport::BinaryDir() + "/metricswriter/metricswriter"};
