@@ -231,8 +231,8 @@ void Writer::IntakeLoop(core::PullConsumer& consumer) {
       // What the group has room for (never full here: a full group is due), but at least 16:
       // more wait here for the next group. A tiny request is where nats.c 3.4's fetch overflow
       // (see PullConsumer::TakeHeld) could still strike, with late answers racing the request.
-      want = static_cast<int>(
-          std::clamp<size_t>(options_.group_batches - g.batches.size(), 16, 500));
+      want =
+          static_cast<int>(std::clamp<size_t>(options_.group_batches - g.batches.size(), 16, 500));
       max_bytes = plan.max_bytes;
     } else if (fetch) {
       max_bytes = 0;  // alone: one message, whatever its size
