@@ -204,12 +204,14 @@ struct Run {
   long rss_kb = 0;
 };
 
+// port: the writer's METRICS_LISTEN port, one per writer (a writer built before the civetweb
+// server could not bind its predecessor's port while scrape connections sat in TIME_WAIT).
 Run Drain(testsupport::TestStack& stack, core::pg::PgConn& pg, const std::string& writer_bin,
-          int batches, const std::string& log) {
+          int port, int batches, const std::string& log) {
   std::map<std::string, std::string> env = {
       {"NATS_URL", stack.Env("NATS_URL")},
       {"DATABASE_URL", stack.Env("DATABASE_URL")},
-      {"METRICS_LISTEN", "127.0.0.1:" + std::to_string(stack.base_port() + 5)},
+      {"METRICS_LISTEN", "127.0.0.1:" + std::to_string(port)},
       {"LOG_LEVEL", "warn"},
   };
   // METRICSWRITER_* settings of the bench's own environment reach the writer (tuning runs).
@@ -224,7 +226,7 @@ Run Drain(testsupport::TestStack& stack, core::pg::PgConn& pg, const std::string
   testsupport::ChildProcess writer({writer_bin}, env, log);
   Run r;
   // Progress from the writer's own counter: a count(*) every 100 ms would compete with it.
-  const std::string scrape = "curl -s http://127.0.0.1:" + std::to_string(stack.base_port() + 5) +
+  const std::string scrape = "curl -s http://127.0.0.1:" + std::to_string(port) +
                              "/metrics | awk '/^metricswriter_batches_stored_total /{print $2}'";
   while (true) {
     std::string v = testsupport::Capture(scrape);
@@ -245,8 +247,8 @@ Run Drain(testsupport::TestStack& stack, core::pg::PgConn& pg, const std::string
   }
   r.rss_kb = std::max(r.rss_kb, PeakRssKb(writer.pid()));
   // Where the time went: the store thread's transactions against the whole drain.
-  std::string m = testsupport::Capture(
-      "curl -s http://127.0.0.1:" + std::to_string(stack.base_port() + 5) + "/metrics");
+  std::string m =
+      testsupport::Capture("curl -s http://127.0.0.1:" + std::to_string(port) + "/metrics");
   for (const char* name :
        {"metricswriter_transaction_duration_seconds_sum",
         "metricswriter_transaction_duration_seconds_count", "metricswriter_group_batches_sum"}) {
@@ -392,6 +394,10 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--batches")) batches = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--points")) points = std::atoi(argv[i + 1]);
   }
+  if (writers.size() > 7) {  // their ports: base + 5 ... base + 11, within the stack's range
+    std::fprintf(stderr, "at most 6 --writer\n");
+    return 2;
+  }
   if (cpu_only) {
     CpuOnly(batches, points);
     return 0;
@@ -413,7 +419,8 @@ int main(int argc, char** argv) {
     for (size_t w = 0; w < writers.size(); ++w) {
       const std::string tag = std::string(proto ? "pb" : "json") + "-w" + std::to_string(w);
       Publish(**nats, batches, points, proto, tag);
-      Run r = Drain(stack, **pg, writers[w], batches, stack.dir() + "/mw-" + tag + ".log");
+      Run r = Drain(stack, **pg, writers[w], stack.base_port() + 5 + static_cast<int>(w), batches,
+                    stack.dir() + "/mw-" + tag + ".log");
       // Every load starts on an empty points table (the day partition and the series stay).
       (void)(*pg)->Exec("TRUNCATE metrics.batches, metrics.number_points");
       if (!proto && w == 0) {
