@@ -204,8 +204,8 @@ struct Run {
   long rss_kb = 0;
 };
 
-// port: the writer's METRICS_LISTEN port, one per writer (a writer built before the civetweb
-// server could not bind its predecessor's port while scrape connections sat in TIME_WAIT).
+// port: the writer's METRICS_LISTEN port, one per writer (an older build twice could not bind
+// the port the writer before it had just served).
 Run Drain(testsupport::TestStack& stack, core::pg::PgConn& pg, const std::string& writer_bin,
           int port, int batches, const std::string& log) {
   std::map<std::string, std::string> env = {
