@@ -70,7 +70,7 @@ long StatusKb(pid_t pid, const char* field) {
   return -1;
 }
 
-int64_t Count(core::pg::PgConn& pg, const std::string& sql) {
+int64_t Count(common::pg::PgConn& pg, const std::string& sql) {
   auto r = pg.Query(sql);
   if (!r.ok() || r->rows() == 0) return -1;
   return std::stoll(std::string(r->Get(0, 0)));
@@ -93,27 +93,27 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--points")) points = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--writer")) writer_bin = argv[i + 1];
   }
-  core::NatsLibraryGuard guard;
+  common::NatsLibraryGuard guard;
   testsupport::TestStack stack({"nats", "pg"});
   testsupport::Run("NATS_URL=" + stack.Env("NATS_URL") + " " + testsupport::BinaryDir() +
                    "/platformctl/platformctl init >/dev/null");
-  core::CommonConfig cc;
+  common::CommonConfig cc;
   cc.nats_urls = {stack.Env("NATS_URL")};
-  auto nats = core::NatsClient::Connect(cc, {});
+  auto nats = common::NatsClient::Connect(cc, {});
   if (!nats.ok()) return 1;
 
   // The backlog, queued while no writer runs.
-  const int64_t now = core::NowUnixNs();
+  const int64_t now = common::NowUnixNs();
   size_t bytes = 0;
   auto t0 = Clock::now();
   for (int i = 0; i < batches; ++i) {
-    core::OutMessage m;
+    common::OutMessage m;
     m.subject = "api.metrics.tenant-" + std::to_string(i % 3);
     m.data = Body(i, points, now + int64_t{i} * points);
     m.msg_id = "backlog-" + std::to_string(i);
     m.headers.emplace_back("Content-Type", "application/x-protobuf");
     bytes += m.data.size();
-    auto ack = core::PublishSync(**nats, m);
+    auto ack = common::PublishSync(**nats, m);
     if (!ack.ok()) {
       std::fprintf(stderr, "publish: %s\n", ack.error().message.c_str());
       return 1;
@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
     }
   }
   const std::string log = stack.dir() + "/backlog-writer.log";
-  auto pg = core::pg::PgConn::Connect(stack.Env("DATABASE_URL"), {});
+  auto pg = common::pg::PgConn::Connect(stack.Env("DATABASE_URL"), {});
   t0 = Clock::now();
   testsupport::ChildProcess writer({writer_bin}, env, log);
   double held_max = -1;  // stays -1 for a writer without the gauge

@@ -96,18 +96,19 @@ std::string ProtoBody(int i, int points, int64_t t) {
   return req.SerializeAsString();
 }
 
-void Publish(core::NatsClient& nats, int batches, int points, bool proto, const std::string& tag) {
+void Publish(common::NatsClient& nats, int batches, int points, bool proto,
+             const std::string& tag) {
   std::atomic<int64_t> in_flight{0}, failed{0};
-  auto pub = core::AsyncPublisher::Create(nats, [&](uint64_t, const core::Status& s) {
+  auto pub = common::AsyncPublisher::Create(nats, [&](uint64_t, const common::Status& s) {
     if (!s.ok()) ++failed;
     --in_flight;
   });
   if (!pub.ok()) throw std::runtime_error(pub.error().message);
   auto t0 = Clock::now();
-  const int64_t now = core::NowUnixNs();
+  const int64_t now = common::NowUnixNs();
   for (int i = 0; i < batches; ++i) {
     while (in_flight > 3000) std::this_thread::sleep_for(std::chrono::microseconds(200));
-    core::OutMessage m;
+    common::OutMessage m;
     m.subject = "api.metrics.tenant-" + std::to_string(i % 4);
     m.data = proto ? ProtoBody(i, points, now) : JsonBody(i, points, now);
     m.msg_id = tag + "-" + std::to_string(i);
@@ -123,7 +124,7 @@ void Publish(core::NatsClient& nats, int batches, int points, bool proto, const 
               proto ? "protobuf" : "JSON", Since(t0), static_cast<long long>(failed.load()));
 }
 
-int64_t Count(core::pg::PgConn& pg, const std::string& sql) {
+int64_t Count(common::pg::PgConn& pg, const std::string& sql) {
   auto r = pg.Query(sql);
   if (!r.ok()) return -1;
   return std::stoll(std::string(r->Get(0, 0)));
@@ -206,7 +207,7 @@ struct Run {
 
 // port: the writer's METRICS_LISTEN port, one per writer (an older build twice could not bind
 // the port the writer before it had just served).
-Run Drain(testsupport::TestStack& stack, core::pg::PgConn& pg, const std::string& writer_bin,
+Run Drain(testsupport::TestStack& stack, common::pg::PgConn& pg, const std::string& writer_bin,
           int port, int batches, const std::string& log) {
   std::map<std::string, std::string> env = {
       {"NATS_URL", stack.Env("NATS_URL")},
@@ -277,7 +278,8 @@ std::string Hex(const std::string& bytes) {
 
 // The same rows as the writer stored (same series ids, times and values), COPYed raw in groups
 // of 500 batches (the writer's group) on one connection.
-double RawCopy(const testsupport::TestStack& stack, core::pg::PgConn& pg, int batches, int points) {
+double RawCopy(const testsupport::TestStack& stack, common::pg::PgConn& pg, int batches,
+               int points) {
   // The series ids the writer gave these series (by fingerprint), so the index sees the same
   // keys: the same 2,000 series, not a few ids that keep every insert on the same pages.
   auto rows = pg.Query("SELECT encode(fingerprint, 'hex'), series_id FROM metrics.series");
@@ -290,7 +292,7 @@ double RawCopy(const testsupport::TestStack& stack, core::pg::PgConn& pg, int ba
   mw::JsonDecoder dec;
   std::vector<std::string> payloads;
   mw::CopyEncoder enc;
-  const int64_t now = core::NowUnixNs();
+  const int64_t now = common::NowUnixNs();
   for (int g = 0; g < batches; g += 500) {
     enc.Begin();
     for (int i = g; i < std::min(batches, g + 500); ++i) {
@@ -362,7 +364,7 @@ double ThreadCpuSeconds() {
 }
 
 void CpuOnly(int batches, int points) {
-  const int64_t now = core::NowUnixNs();
+  const int64_t now = common::NowUnixNs();
   for (bool proto : {false, true}) {
     std::vector<std::string> bodies;
     bodies.reserve(static_cast<size_t>(batches));
@@ -402,14 +404,14 @@ int main(int argc, char** argv) {
     CpuOnly(batches, points);
     return 0;
   }
-  core::NatsLibraryGuard guard;
+  common::NatsLibraryGuard guard;
   testsupport::TestStack stack({"nats", "pg"});
   testsupport::Run("NATS_URL=" + stack.Env("NATS_URL") + " " + testsupport::BinaryDir() +
                    "/platformctl/platformctl init >/dev/null");
-  core::CommonConfig cc;
+  common::CommonConfig cc;
   cc.nats_urls = {stack.Env("NATS_URL")};
-  auto nats = core::NatsClient::Connect(cc, {});
-  auto pg = core::pg::PgConn::Connect(stack.Env("DATABASE_URL"), {});
+  auto nats = common::NatsClient::Connect(cc, {});
+  auto pg = common::pg::PgConn::Connect(stack.Env("DATABASE_URL"), {});
   if (!nats.ok() || !pg.ok()) return 1;
   std::printf("metricswriter bench: %d batches x %d points\n", batches, points);
   for (size_t w = 0; w < writers.size(); ++w)

@@ -11,11 +11,11 @@
 #include <thread>
 
 #include "common/config.h"
-#include "common/nats_admin.h"
 #include "common/nats_async.h"
 #include "common/nats_client.h"
 #include "common/nats_stream.h"
 #include "common/topology.h"
+#include "platformctl/nats_admin.h"
 #include "tests/support/web_events.h"
 
 int main(int argc, char** argv) {
@@ -36,10 +36,10 @@ int main(int argc, char** argv) {
   app.add_option("--wait-empty", wait_empty,
                  "then wait up to this many seconds for an empty stream");
   CLI11_PARSE(app, argc, argv);
-  auto reader = core::ConfigReader::FromProcess();
-  auto common = core::ReadCommonConfig(reader, "127.0.0.1:0");
+  auto reader = common::ConfigReader::FromProcess();
+  auto common = common::ReadCommonConfig(reader, "127.0.0.1:0");
   reader.Finish();
-  auto client = core::NatsClient::Connect(common, {});
+  auto client = common::NatsClient::Connect(common, {});
   if (!client) {
     std::cerr << client.error().message << "\n";
     return 3;
@@ -48,10 +48,11 @@ int main(int argc, char** argv) {
   std::stringstream ss(sites_csv);
   for (std::string s; std::getline(ss, s, ',');) sites.push_back(s);
   std::atomic<int> done{0}, failed{0};
-  auto publisher = core::AsyncPublisher::Create(**client, [&](uint64_t, const core::Status& st) {
-    if (!st) failed++;
-    done++;
-  });
+  auto publisher =
+      common::AsyncPublisher::Create(**client, [&](uint64_t, const common::Status& st) {
+        if (!st) failed++;
+        done++;
+      });
   if (!publisher) {
     std::cerr << publisher.error().message << "\n";
     return 3;
@@ -73,7 +74,7 @@ int main(int argc, char** argv) {
                          .count();
     int64_t now_ms = now_ns / 1'000'000;
     if (stamp) e.data_json = "{\"pub_ns\":" + std::to_string(now_ns) + "}";
-    core::OutMessage m;
+    common::OutMessage m;
     m.subject = "web.events." + e.site;
     m.data = testsupport::EventJson(e, now_ms);
     m.msg_id = e.id;
@@ -97,7 +98,7 @@ int main(int argc, char** argv) {
   if (wait_empty <= 0) return 0;
   auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_empty);
   while (std::chrono::steady_clock::now() < until) {
-    auto reading = core::nats_admin::ReadStream(**client, core::topology::kWebEvents);
+    auto reading = platformctl::nats_admin::ReadStream(**client, common::topology::kWebEvents);
     if (reading && reading->messages == 0) return 0;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -12,7 +12,7 @@
 
 extern char** environ;
 
-namespace core {
+namespace common {
 namespace {
 
 std::vector<std::string> SplitComma(const std::string& s) {
@@ -331,4 +331,4 @@ TopologyConfig ReadTopologyConfig(ConfigReader& r) {
   return t;
 }
 
-}  // namespace core
+}  // namespace common

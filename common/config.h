@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace core {
+namespace common {
 
 using Millis = std::chrono::milliseconds;
 
@@ -112,4 +112,4 @@ struct TopologyConfig {
 
 TopologyConfig ReadTopologyConfig(ConfigReader& r);
 
-}  // namespace core
+}  // namespace common

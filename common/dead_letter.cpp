@@ -5,7 +5,7 @@
 
 #include "common/topology.h"
 
-namespace core::dead_letter {
+namespace common::dead_letter {
 namespace {
 
 bool ValidToken(std::string_view t) {
@@ -149,4 +149,4 @@ bool IsDlqMsgId(std::string_view id) {
          std::all_of(stream.begin(), stream.end(), stream_char);
 }
 
-}  // namespace core::dead_letter
+}  // namespace common::dead_letter

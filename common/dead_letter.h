@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include "common/nats_stream.h"
+#include "common/message.h"
 
-namespace core::dead_letter {
+namespace common::dead_letter {
 
 inline constexpr const char* kReason = "Sa-Dlq-Reason";
 inline constexpr const char* kSubject = "Sa-Dlq-Subject";
@@ -77,4 +77,4 @@ std::string DlqMsgId(std::string_view origin_stream, uint64_t origin_seq);
 // wrote the origin's own id there instead (and no Sa-Dlq-Msg-Id), which replay must keep.
 bool IsDlqMsgId(std::string_view id);
 
-}  // namespace core::dead_letter
+}  // namespace common::dead_letter

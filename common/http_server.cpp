@@ -13,7 +13,7 @@
 #include <cstring>
 #include <thread>
 
-namespace core {
+namespace common {
 
 namespace {
 
@@ -200,4 +200,4 @@ void MetricsServer::Stop() {
   }
 }
 
-}  // namespace core
+}  // namespace common

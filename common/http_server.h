@@ -26,7 +26,7 @@
 struct mg_context;
 struct mg_connection;
 
-namespace core {
+namespace common {
 
 struct Health {
   bool ok = true;
@@ -71,4 +71,4 @@ class MetricsServer {
 // Parses "a.b.c.d:port" (port 0..65535). False when malformed.
 bool ParseListenAddress(const std::string& host_port, std::string* host, int* port);
 
-}  // namespace core
+}  // namespace common

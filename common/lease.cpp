@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace core {
+namespace common {
 
 std::string LeaseHolder::ToJson() const {
   nlohmann::json j = {{"instance", instance},
@@ -99,4 +99,4 @@ void LeaseDecision::Lose() {
   valid_until_ = {};
 }
 
-}  // namespace core
+}  // namespace common

@@ -18,7 +18,7 @@
 #include <optional>
 #include <string>
 
-namespace core {
+namespace common {
 
 using LeaseClock = std::chrono::steady_clock;
 
@@ -86,4 +86,4 @@ class LeaseDecision {
   Change change_ = Change::kNone;
 };
 
-}  // namespace core
+}  // namespace common

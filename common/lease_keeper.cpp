@@ -6,7 +6,7 @@
 #include "common/timefmt.h"
 #include "common/topology.h"
 
-namespace core {
+namespace common {
 
 namespace {
 constexpr std::chrono::milliseconds kIdle{100};
@@ -176,4 +176,4 @@ void LeaseKeeper::Loop() {
   }
 }
 
-}  // namespace core
+}  // namespace common

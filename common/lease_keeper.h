@@ -21,7 +21,7 @@
 #include "common/nats_kv.h"
 #include "common/stop_signal.h"
 
-namespace core {
+namespace common {
 
 // This process as a lease holder (host name, pid, start time = now).
 LeaseHolder ThisProcessHolder(const std::string& instance);
@@ -63,4 +63,4 @@ class LeaseKeeper {
   std::thread thread_;
 };
 
-}  // namespace core
+}  // namespace common

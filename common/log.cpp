@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <memory>
 
-namespace core {
+namespace common {
 namespace {
 
 // %* in a pattern: the message, escaped for JSON, so a message with quotes or newlines cannot
@@ -86,4 +86,4 @@ bool LogLimiter::Allow(std::chrono::steady_clock::time_point now, int64_t* suppr
   return false;
 }
 
-}  // namespace core
+}  // namespace common

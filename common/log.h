@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-namespace core {
+namespace common {
 
 // level: trace|debug|info|warn|error|critical|off; format: text|json. Both already validated.
 void SetUpLogging(const std::string& service, const std::string& level, const std::string& format);
@@ -35,4 +35,4 @@ class LogLimiter {
   std::chrono::steady_clock::time_point last_{};
 };
 
-}  // namespace core
+}  // namespace common

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace core::metrics {
+namespace common::metrics {
 
 uint64_t Histogram::Count() const { return h_.Collect().histogram.sample_count; }
 
@@ -205,4 +205,4 @@ std::string Registry::Expose() const {
   return out.str();
 }
 
-}  // namespace core::metrics
+}  // namespace common::metrics

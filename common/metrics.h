@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-namespace core::metrics {
+namespace common::metrics {
 
 // A handle on one prometheus::Counter (owned by its prometheus::Family).
 class Counter {
@@ -149,4 +149,4 @@ std::string CountsSinceStart(const std::string& help);
 bool ValidMetricName(const std::string& name);
 bool ValidLabelName(const std::string& name);
 
-}  // namespace core::metrics
+}  // namespace common::metrics

@@ -4,7 +4,7 @@
 
 #include "common/nats_status.h"
 
-namespace core {
+namespace common {
 namespace {
 
 void AckHandler(jsCtx* js, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure);
@@ -104,4 +104,4 @@ Status AsyncPublisher::Publish(const OutMessage& m, uint64_t tag) {
   return Status::Ok();
 }
 
-}  // namespace core
+}  // namespace common

@@ -22,7 +22,7 @@
 
 typedef struct __natsMsg natsMsg;
 
-namespace core {
+namespace common {
 
 class AsyncPublisher {
  public:
@@ -50,4 +50,4 @@ class AsyncPublisher {
   std::unordered_map<natsMsg*, uint64_t> tags_;
 };
 
-}  // namespace core
+}  // namespace common

@@ -11,7 +11,7 @@
 #include "common/log.h"
 #include "common/nats_status.h"
 
-namespace core {
+namespace common {
 
 Error NatsError(natsStatus s, const std::string& what, jsErrCode jerr) {
   std::string msg = what + ": " + natsStatus_GetText(s);
@@ -333,4 +333,4 @@ NatsStopGuard::~NatsStopGuard() {
 
 NatsLibraryGuard::~NatsLibraryGuard() { nats_CloseAndWait(2000); }
 
-}  // namespace core
+}  // namespace common

@@ -27,7 +27,7 @@
 typedef struct __natsConnection natsConnection;
 typedef struct __jsCtx jsCtx;
 
-namespace core {
+namespace common {
 
 class NatsClient {
  public:
@@ -111,4 +111,4 @@ class NatsLibraryGuard {
   NatsLibraryGuard& operator=(const NatsLibraryGuard&) = delete;
 };
 
-}  // namespace core
+}  // namespace common

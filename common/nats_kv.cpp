@@ -9,7 +9,7 @@
 
 #include "common/nats_status.h"
 
-namespace core {
+namespace common {
 
 Result<std::unique_ptr<KvBucket>> KvBucket::Bind(NatsClient& client, const std::string& bucket) {
   std::unique_ptr<KvBucket> b(new KvBucket());
@@ -168,4 +168,4 @@ Status KvBucket::Delete(const std::string& key) {
   return Status::Ok();
 }
 
-}  // namespace core
+}  // namespace common

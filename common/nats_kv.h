@@ -17,7 +17,7 @@
 
 typedef struct __kvStore kvStore;
 
-namespace core {
+namespace common {
 
 struct KvValue {
   std::string value;
@@ -56,4 +56,4 @@ class KvBucket {
   std::string name_;
 };
 
-}  // namespace core
+}  // namespace common

@@ -7,9 +7,9 @@
 
 #include "common/result.h"
 
-namespace core {
+namespace common {
 
 // what: the operation, for the message ("stream info WEB_EVENTS"). jerr: JetStream's error code.
 Error NatsError(natsStatus s, const std::string& what, jsErrCode jerr = static_cast<jsErrCode>(0));
 
-}  // namespace core
+}  // namespace common

@@ -9,7 +9,7 @@
 
 #include "common/nats_status.h"
 
-namespace core {
+namespace common {
 namespace {
 
 struct MsgDeleter {
@@ -302,4 +302,4 @@ bool IsMessageTooLarge(const Error& e) {
          m.find("jetstream error 10054") != std::string::npos;
 }
 
-}  // namespace core
+}  // namespace common

@@ -16,15 +16,14 @@
 #include <vector>
 
 #include "common/config.h"
+#include "common/message.h"
 #include "common/nats_client.h"
 #include "common/result.h"
 
 typedef struct __natsMsg natsMsg;
 typedef struct __natsSubscription natsSubscription;
 
-namespace core {
-
-using Headers = std::vector<std::pair<std::string, std::string>>;
+namespace common {
 
 // A message delivered by a pull consumer.
 class Message {
@@ -115,14 +114,6 @@ class PullConsumer {
   std::string what_;
 };
 
-struct OutMessage {
-  std::string subject;
-  std::string data;
-  Headers headers;
-  std::string msg_id;         // Nats-Msg-Id, for the stream's duplicate window
-  std::string expect_stream;  // refuse unless this stream stores it
-};
-
 struct PubAck {
   std::string stream;
   uint64_t seq = 0;
@@ -137,4 +128,4 @@ Result<PubAck> PublishSync(NatsClient& client, const OutMessage& message);
 // Retrying cannot help until an operator raises a limit.
 bool IsMessageTooLarge(const Error& publish_error);
 
-}  // namespace core
+}  // namespace common

@@ -7,7 +7,7 @@
 
 #include "common/pg_error.h"
 
-namespace core::pg {
+namespace common::pg {
 namespace {
 
 constexpr std::string_view kSqlStatePrefix = "SQLSTATE ";
@@ -158,4 +158,4 @@ Status PgConn::CopyIn(const std::string& copy_sql, std::string_view data) {
   return status;
 }
 
-}  // namespace core::pg
+}  // namespace common::pg

@@ -19,7 +19,7 @@
 typedef struct pg_conn PGconn;
 typedef struct pg_result PGresult;
 
-namespace core::pg {
+namespace common::pg {
 
 // The SQLSTATE of an Error made here, or "" when it did not come from the server.
 std::string SqlStateOf(const Error& e);
@@ -76,4 +76,4 @@ class PgConn {
   PGconn* conn_ = nullptr;  // owned
 };
 
-}  // namespace core::pg
+}  // namespace common::pg

@@ -1,6 +1,6 @@
 #include "common/pg_error.h"
 
-namespace core::pg {
+namespace common::pg {
 
 ErrorKind ClassifySqlState(std::string_view s) {
   if (s.size() != 5) return ErrorKind::kRetryable;  // no server answer: connection lost
@@ -20,4 +20,4 @@ ErrorKind ClassifySqlState(std::string_view s) {
   return ErrorKind::kPermanent;
 }
 
-}  // namespace core::pg
+}  // namespace common::pg

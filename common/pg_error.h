@@ -7,7 +7,7 @@
 
 #include "common/result.h"
 
-namespace core::pg {
+namespace common::pg {
 
 // kRetryable: the server is down, restarting, read-only, out of disk or connections, or the
 //   statement lost a race (serialization, deadlock, timeout): the same work may succeed later.
@@ -18,4 +18,4 @@ namespace core::pg {
 //   is needed. Empty sqlstate (no server answer) is retryable: the connection broke.
 ErrorKind ClassifySqlState(std::string_view sqlstate);
 
-}  // namespace core::pg
+}  // namespace common::pg

@@ -1,6 +1,6 @@
 #include "common/result.h"
 
-namespace core {
+namespace common {
 
 const char* ErrorKindName(ErrorKind kind) {
   switch (kind) {
@@ -16,4 +16,4 @@ const char* ErrorKindName(ErrorKind kind) {
   return "unknown";
 }
 
-}  // namespace core
+}  // namespace common

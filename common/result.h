@@ -9,7 +9,7 @@
 #include <utility>
 #include <variant>
 
-namespace core {
+namespace common {
 
 enum class ErrorKind {
   kRetryable,  // the other side is down or busy: the same call may succeed later
@@ -67,4 +67,4 @@ class [[nodiscard]] Status {
   bool ok_ = true;
 };
 
-}  // namespace core
+}  // namespace common

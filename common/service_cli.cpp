@@ -3,7 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-namespace core {
+namespace common {
 
 std::optional<int> HandleServiceArguments(int argc, char** argv, const ServiceUsage& usage,
                                           const std::string& version) {
@@ -32,4 +32,4 @@ std::optional<int> HandleServiceArguments(int argc, char** argv, const ServiceUs
   return std::nullopt;  // only reached with arguments CLI11 accepts and we do not have: none
 }
 
-}  // namespace core
+}  // namespace common

@@ -10,7 +10,7 @@
 
 #include "common/config.h"
 
-namespace core {
+namespace common {
 
 struct ServiceUsage {
   std::string name;         // the binary, e.g. "replayer"
@@ -26,4 +26,4 @@ struct ServiceUsage {
 std::optional<int> HandleServiceArguments(int argc, char** argv, const ServiceUsage& usage,
                                           const std::string& version);
 
-}  // namespace core
+}  // namespace common

@@ -7,7 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace core {
+namespace common {
 
 namespace {
 sigset_t StopSet() {
@@ -84,4 +84,4 @@ void StopFlag::ExtendDeadline(std::chrono::steady_clock::time_point deadline) {
   deadline_.store(deadline.time_since_epoch().count());
 }
 
-}  // namespace core
+}  // namespace common

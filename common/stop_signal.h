@@ -17,7 +17,7 @@
 #include <mutex>
 #include <thread>
 
-namespace core {
+namespace common {
 
 class StopFlag {
  public:
@@ -58,4 +58,4 @@ class StopSignal : public StopFlag {
   std::thread waiter_;
 };
 
-}  // namespace core
+}  // namespace common

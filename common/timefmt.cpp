@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
-namespace core {
+namespace common {
 
 std::string FormatRfc3339(int64_t unix_ns) {
   int64_t secs = unix_ns / 1'000'000'000;
@@ -46,4 +46,4 @@ int64_t NowUnixNs() {
       .count();
 }
 
-}  // namespace core
+}  // namespace common

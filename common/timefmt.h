@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-namespace core {
+namespace common {
 
 // RFC 3339 in UTC with milliseconds: 2026-11-29T16:10:13.123Z.
 std::string FormatRfc3339(int64_t unix_ns);
@@ -12,4 +12,4 @@ std::string FormatRfc3339(int64_t unix_ns);
 std::string HumanSeconds(double seconds);
 int64_t NowUnixNs();
 
-}  // namespace core
+}  // namespace common

@@ -4,7 +4,7 @@
 
 #include "common/dead_letter.h"
 
-namespace core::topology {
+namespace common::topology {
 
 const char* RetentionName(Retention r) {
   switch (r) {
@@ -163,4 +163,4 @@ StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSett
   return plan;
 }
 
-}  // namespace core::topology
+}  // namespace common::topology

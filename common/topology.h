@@ -10,7 +10,7 @@
 
 #include "common/config.h"
 
-namespace core::topology {
+namespace common::topology {
 
 inline constexpr const char* kWebEvents = "WEB_EVENTS";
 inline constexpr const char* kApiMetrics = "API_METRICS";
@@ -63,4 +63,4 @@ StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSett
 
 const char* ActionName(StreamPlan::Action a);
 
-}  // namespace core::topology
+}  // namespace common::topology

@@ -5,8 +5,8 @@
 // commit relinks three binaries and no test.
 #pragma once
 
-namespace core {
+namespace common {
 
 const char* Version();
 
-}  // namespace core
+}  // namespace common

@@ -26,7 +26,7 @@ std::optional<int64_t> ParseBytes(std::string_view text) {
   return n << shift;
 }
 
-WriterOptions ReadWriterOptions(core::ConfigReader& r) {
+WriterOptions ReadWriterOptions(common::ConfigReader& r) {
   using std::chrono::hours;
   using std::chrono::milliseconds;
   using std::chrono::minutes;
@@ -64,9 +64,9 @@ WriterOptions ReadWriterOptions(core::ConfigReader& r) {
       o.max_bytes_in_flight = *bytes;
     }
   }
-  o.consumer.stream = core::topology::kApiMetrics;
+  o.consumer.stream = common::topology::kApiMetrics;
   o.consumer.durable = r.String("METRICSWRITER_CONSUMER", "metricswriter");
-  o.consumer.filter_subject = std::string(core::topology::kApiMetricsSubjectPrefix) + "*";
+  o.consumer.filter_subject = std::string(common::topology::kApiMetricsSubjectPrefix) + "*";
   o.consumer.ack_wait = r.Duration("METRICSWRITER_ACK_WAIT", seconds(30), seconds(3), minutes(10));
   // A property of the durable consumer, fixed when it is created: nats.c refuses to bind with a
   // different value, so it must not follow the group size. It covers everything one writer

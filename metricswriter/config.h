@@ -14,7 +14,7 @@ namespace mw {
 inline constexpr const char* kDefaultMetricsListen = "0.0.0.0:9102";
 inline constexpr int64_t kMaxAckPending = 10'000;
 
-WriterOptions ReadWriterOptions(core::ConfigReader& r);
+WriterOptions ReadWriterOptions(common::ConfigReader& r);
 
 // A size as written in the environment: a number of bytes, or a number followed by KiB, MiB or
 // GiB ("64MiB"). nullopt when it is neither.

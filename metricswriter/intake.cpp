@@ -41,37 +41,37 @@ bool StripReplay(std::string_view* id) {
 
 }  // namespace
 
-core::Result<std::string> BatchIdFromMsgId(const std::optional<std::string>& msg_id) {
-  if (!msg_id || msg_id->empty()) return core::Error::Invalid("the message has no Nats-Msg-Id");
+common::Result<std::string> BatchIdFromMsgId(const std::optional<std::string>& msg_id) {
+  if (!msg_id || msg_id->empty()) return common::Error::Invalid("the message has no Nats-Msg-Id");
   std::string_view id = *msg_id;
   while (StripReplay(&id)) {
   }
-  if (id.empty()) return core::Error::Invalid("the batch id is empty");
+  if (id.empty()) return common::Error::Invalid("the batch id is empty");
   if (id.size() > kMaxBatchIdLength) {
-    return core::Error::Invalid("the batch id is longer than " + std::to_string(kMaxBatchIdLength) +
-                                " characters");
+    return common::Error::Invalid("the batch id is longer than " +
+                                  std::to_string(kMaxBatchIdLength) + " characters");
   }
   auto bad = std::find_if_not(id.begin(), id.end(), IdChar);
   if (bad != id.end()) {
-    return core::Error::Invalid("the batch id has a character outside A-Z a-z 0-9 -_.:+/=@~ at " +
-                                std::to_string(bad - id.begin()));
+    return common::Error::Invalid("the batch id has a character outside A-Z a-z 0-9 -_.:+/=@~ at " +
+                                  std::to_string(bad - id.begin()));
   }
   return std::string(id);
 }
 
-core::Result<std::string> TenantFromSubject(std::string_view subject) {
+common::Result<std::string> TenantFromSubject(std::string_view subject) {
   if (subject.substr(0, kPrefix.size()) != kPrefix) {
-    return core::Error::Invalid("subject is not api.metrics.<tenant>");
+    return common::Error::Invalid("subject is not api.metrics.<tenant>");
   }
   std::string_view tenant = subject.substr(kPrefix.size());
   if (tenant.empty() || tenant.find('.') != std::string_view::npos) {
-    return core::Error::Invalid("subject is not api.metrics.<tenant>");
+    return common::Error::Invalid("subject is not api.metrics.<tenant>");
   }
   return std::string(tenant);
 }
 
-core::Result<Format> FormatOf(const std::optional<std::string>& content_type,
-                              std::string_view body) {
+common::Result<Format> FormatOf(const std::optional<std::string>& content_type,
+                                std::string_view body) {
   std::string ct;
   if (content_type) {
     ct = content_type->substr(0, content_type->find(';'));
@@ -88,7 +88,7 @@ core::Result<Format> FormatOf(const std::optional<std::string>& content_type,
   }
   if (ct == "application/json") return Format::kJson;
   if (ct == "application/x-protobuf" || ct == "application/protobuf") return Format::kProtobuf;
-  return core::Error::Invalid("unsupported content type " + ct);
+  return common::Error::Invalid("unsupported content type " + ct);
 }
 
 }  // namespace mw

@@ -18,16 +18,16 @@ namespace mw {
 inline constexpr size_t kMaxBatchIdLength = 128;
 
 // The batch id for a message id; Error (invalid) says why not.
-core::Result<std::string> BatchIdFromMsgId(const std::optional<std::string>& msg_id);
+common::Result<std::string> BatchIdFromMsgId(const std::optional<std::string>& msg_id);
 
 // The tenant of `api.metrics.<tenant>`; Error (invalid) when the subject is not one.
-core::Result<std::string> TenantFromSubject(std::string_view subject);
+common::Result<std::string> TenantFromSubject(std::string_view subject);
 
 enum class Format { kJson, kProtobuf };
 
 // From Content-Type (parameters such as "; charset=utf-8" ignored, case-insensitive); when the
 // header is absent or empty the body is sniffed: JSON starts with '{' after white space.
-core::Result<Format> FormatOf(const std::optional<std::string>& content_type,
-                              std::string_view body);
+common::Result<Format> FormatOf(const std::optional<std::string>& content_type,
+                                std::string_view body);
 
 }  // namespace mw

@@ -20,15 +20,15 @@
 
 namespace {
 
-core::ServiceUsage Usage() {
-  core::ServiceUsage u;
+common::ServiceUsage Usage() {
+  common::ServiceUsage u;
   u.name = "metricswriter";
   u.description =
       "metricswriter: drains the API_METRICS stream (OTLP metric batches) into PostgreSQL, each "
       "batch exactly once or dead-lettered to API_DLQ with its reason; serves /metrics and "
       "/healthz.";
-  u.read_config = [](core::ConfigReader& r) {
-    core::ReadCommonConfig(r, mw::kDefaultMetricsListen);
+  u.read_config = [](common::ConfigReader& r) {
+    common::ReadCommonConfig(r, mw::kDefaultMetricsListen);
     mw::ReadWriterOptions(r);
   };
   u.exit_codes =
@@ -41,35 +41,35 @@ core::ServiceUsage Usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (auto rc = core::HandleServiceArguments(argc, argv, Usage(), core::Version())) return *rc;
-  core::StopSignal stop;  // first: blocks SIGTERM/SIGINT before any other thread exists
-  core::NatsLibraryGuard nats_library;
-  core::CommonConfig common;
+  if (auto rc = common::HandleServiceArguments(argc, argv, Usage(), common::Version())) return *rc;
+  common::StopSignal stop;  // first: blocks SIGTERM/SIGINT before any other thread exists
+  common::NatsLibraryGuard nats_library;
+  common::CommonConfig common;
   mw::WriterOptions options;
   try {
-    auto reader = core::ConfigReader::FromProcess();
-    common = core::ReadCommonConfig(reader, mw::kDefaultMetricsListen);
+    auto reader = common::ConfigReader::FromProcess();
+    common = common::ReadCommonConfig(reader, mw::kDefaultMetricsListen);
     options = mw::ReadWriterOptions(reader);
     reader.Finish();
-  } catch (const core::ConfigError& e) {
+  } catch (const common::ConfigError& e) {
     std::fprintf(stderr, "metricswriter: %s\n", e.what());
     return 2;
   }
-  core::SetUpLogging("metricswriter", common.log_level, common.log_format);
+  common::SetUpLogging("metricswriter", common.log_level, common.log_format);
 
-  core::metrics::Registry registry;
+  common::metrics::Registry registry;
   // /healthz answers from the start, 503 until NATS is reached. The connection is declared
   // before the server, so the server (and its health callback) goes first.
-  std::unique_ptr<core::NatsClient> nats;
-  std::atomic<core::NatsClient*> connected{nullptr};
+  std::unique_ptr<common::NatsClient> nats;
+  std::atomic<common::NatsClient*> connected{nullptr};
   // The writer of the current leadership term, for /healthz; null while following.
   std::mutex writer_mu;
   mw::Writer* writer = nullptr;
-  core::MetricsServer server(registry, [&] {
+  common::MetricsServer server(registry, [&] {
     std::lock_guard lock(writer_mu);
     if (writer != nullptr) return writer->health();
-    core::Health h;
-    core::NatsClient* n = connected.load();
+    common::Health h;
+    common::NatsClient* n = connected.load();
     h.ok = n != nullptr && n->Connected();
     h.detail = h.ok ? "follower: waiting for the metricswriter lease\n" : "nats: not connected\n";
     return h;
@@ -78,13 +78,13 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", s.error().message);
     return 2;
   }
-  spdlog::info("metricswriter {} serving /metrics and /healthz on {}", core::Version(),
+  spdlog::info("metricswriter {} serving /metrics and /healthz on {}", common::Version(),
                common.metrics_listen);
 
-  core::NatsClient::Options nats_options;
+  common::NatsClient::Options nats_options;
   nats_options.client_name = "metricswriter@" + common.instance;
   nats_options.retry_until_stopped = &stop;
-  auto client = core::NatsClient::Connect(common, nats_options);
+  auto client = common::NatsClient::Connect(common, nats_options);
   if (!client.ok()) {
     if (stop.stopping()) {
       spdlog::info("metricswriter stopped before NATS could be reached");
@@ -95,16 +95,16 @@ int main(int argc, char** argv) {
   }
   nats = std::move(*client);
   connected = nats.get();
-  core::NatsStopGuard nats_stop(*nats, stop);
+  common::NatsStopGuard nats_stop(*nats, stop);
   // Only the holder of the `metricswriter` lease consumes. A term ends on SIGTERM or the moment
   // the lease is lost: the writer finishes the transaction under way, releases the rest and
   // returns, and this instance waits for the lease again.
-  core::LeaseKeeper lease(*nats, "metricswriter", core::ThisProcessHolder(common.instance),
-                          registry);
+  common::LeaseKeeper lease(*nats, "metricswriter", common::ThisProcessHolder(common.instance),
+                            registry);
   lease.Start();
-  core::Status status = core::Status::Ok();
+  common::Status status = common::Status::Ok();
   while (status.ok() && lease.WaitForLeadership(stop)) {
-    core::StopFlag term(&stop);
+    common::StopFlag term(&stop);
     lease.BindTerm(&term);
     {
       mw::Writer w(options, *nats, registry, term);

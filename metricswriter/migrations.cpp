@@ -40,8 +40,8 @@ std::string MigrationChecksum(std::string_view sql) {
 
 namespace {
 
-core::Result<MigrationReport> ApplyLocked(core::pg::PgConn& conn,
-                                          const std::vector<Migration>& migrations) {
+common::Result<MigrationReport> ApplyLocked(common::pg::PgConn& conn,
+                                            const std::vector<Migration>& migrations) {
   if (auto s = conn.Exec("CREATE SCHEMA IF NOT EXISTS metrics;"
                          "CREATE TABLE IF NOT EXISTS metrics.schema_migrations ("
                          " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
@@ -60,15 +60,15 @@ core::Result<MigrationReport> ApplyLocked(core::pg::PgConn& conn,
     std::string sum = MigrationChecksum(m.sql);
     if (auto it = applied.find(m.version); it != applied.end()) {
       if (it->second != sum) {
-        return core::Error::Permanent("migration " + m.name +
-                                      " was changed after it was applied (checksum " + sum +
-                                      ", recorded " + it->second + ")");
+        return common::Error::Permanent("migration " + m.name +
+                                        " was changed after it was applied (checksum " + sum +
+                                        ", recorded " + it->second + ")");
       }
       report.current = std::max(report.current, m.version);
       continue;
     }
     if (auto s = conn.Exec("BEGIN"); !s.ok()) return s.error();
-    core::Status st = conn.Exec(std::string(m.sql));
+    common::Status st = conn.Exec(std::string(m.sql));
     if (st.ok()) {
       auto ins = conn.Query(
           "INSERT INTO metrics.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
@@ -78,7 +78,7 @@ core::Result<MigrationReport> ApplyLocked(core::pg::PgConn& conn,
     if (st.ok()) st = conn.Exec("COMMIT");
     if (!st.ok()) {
       (void)conn.Exec("ROLLBACK");
-      return core::Error{st.error().kind, "migration " + m.name + ": " + st.error().message};
+      return common::Error{st.error().kind, "migration " + m.name + ": " + st.error().message};
     }
     report.applied.push_back(m.version);
     report.current = std::max(report.current, m.version);
@@ -89,8 +89,8 @@ core::Result<MigrationReport> ApplyLocked(core::pg::PgConn& conn,
 
 }  // namespace
 
-core::Result<MigrationReport> ApplyMigrations(core::pg::PgConn& conn,
-                                              const std::vector<Migration>& migrations) {
+common::Result<MigrationReport> ApplyMigrations(common::pg::PgConn& conn,
+                                                const std::vector<Migration>& migrations) {
   if (auto s = conn.Exec("SELECT pg_advisory_lock(hashtext('metrics.migrations'))"); !s.ok()) {
     return s.error();
   }

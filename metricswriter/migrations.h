@@ -34,7 +34,7 @@ struct MigrationReport {
   int current = 0;           // the highest version now in place
 };
 
-core::Result<MigrationReport> ApplyMigrations(core::pg::PgConn& conn,
-                                              const std::vector<Migration>& migrations);
+common::Result<MigrationReport> ApplyMigrations(common::pg::PgConn& conn,
+                                                const std::vector<Migration>& migrations);
 
 }  // namespace mw

@@ -376,20 +376,20 @@ struct JsonDecoder::Impl {
   std::string padded;  // the body plus simdjson's padding, reused
   json::Reader reader;
 
-  core::Status Decode(std::string_view body, Batch* out);
+  common::Status Decode(std::string_view body, Batch* out);
 };
 
-core::Status JsonDecoder::Impl::Decode(std::string_view body, Batch* out) {
+common::Status JsonDecoder::Impl::Decode(std::string_view body, Batch* out) {
   padded.resize(body.size() + simdjson::SIMDJSON_PADDING);
   if (!body.empty()) std::memcpy(padded.data(), body.data(), body.size());
   std::memset(padded.data() + body.size(), 0, simdjson::SIMDJSON_PADDING);
   od::document doc;
   if (auto err = parser.iterate(padded.data(), body.size(), padded.size()).get(doc)) {
-    return core::Error::Invalid(std::string("JSON: ") + simdjson::error_message(err));
+    return common::Error::Invalid(std::string("JSON: ") + simdjson::error_message(err));
   }
   Value root;
   if (auto err = doc.get_value().get(root)) {
-    return core::Error::Invalid(std::string("JSON: ") + simdjson::error_message(err));
+    return common::Error::Invalid(std::string("JSON: ") + simdjson::error_message(err));
   }
   reader.Reset(&out->nul_replacements);
   Path top;
@@ -400,23 +400,23 @@ core::Status JsonDecoder::Impl::Decode(std::string_view body, Batch* out) {
       return ResourceMetrics(reader, rm, ip, count, out);
     }));
   });
-  if (!ok) return core::Error::Invalid(reader.error());
+  if (!ok) return common::Error::Invalid(reader.error());
   const char* rest = nullptr;
   if (doc.current_location().get(rest) != simdjson::OUT_OF_BOUNDS) {
-    return core::Error::Invalid("JSON: content after the end of the document");
+    return common::Error::Invalid("JSON: content after the end of the document");
   }
   if (out->attribute_text.size() >= kMaxAttributeText) {
-    return core::Error::Invalid("JSON: the attributes of this batch are too large to store");
+    return common::Error::Invalid("JSON: the attributes of this batch are too large to store");
   }
-  return core::Status::Ok();
+  return common::Status::Ok();
 }
 
 JsonDecoder::JsonDecoder() : impl_(std::make_unique<Impl>()) {}
 JsonDecoder::~JsonDecoder() = default;
 
-core::Status JsonDecoder::Decode(std::string_view body, Batch* out) {
+common::Status JsonDecoder::Decode(std::string_view body, Batch* out) {
   out->Clear();
-  core::Status s = impl_->Decode(body, out);
+  common::Status s = impl_->Decode(body, out);
   if (body.size() > kKeepBuffersUpTo) {
     impl_->parser = od::parser{};
     std::string().swap(impl_->padded);

@@ -29,7 +29,7 @@ class JsonDecoder {
   // Fills *out (cleared first). Error (kind invalid) says what is wrong and where, e.g.
   // "JSON: resourceMetrics[0].scopeMetrics[0].metrics[3].sum.dataPoints[1].asInt: expected an
   // integer".
-  core::Status Decode(std::string_view body, Batch* out);
+  common::Status Decode(std::string_view body, Batch* out);
 
  private:
   struct Impl;

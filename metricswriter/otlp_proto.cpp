@@ -274,7 +274,7 @@ ProtoDecoder::ProtoDecoder() : impl_(std::make_unique<Impl>()) {
 }
 ProtoDecoder::~ProtoDecoder() = default;
 
-core::Status ProtoDecoder::Decode(std::string_view body, Batch* out) {
+common::Status ProtoDecoder::Decode(std::string_view body, Batch* out) {
   out->Clear();
   google::protobuf::ArenaOptions options;
   options.initial_block = impl_->first_block.get();
@@ -287,10 +287,10 @@ core::Status ProtoDecoder::Decode(std::string_view body, Batch* out) {
       !req.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
     auto fault = wire::FindFault(body);
     if (fault) {
-      return core::Error::Invalid("protobuf parse error at byte " + std::to_string(fault->offset) +
-                                  ": " + fault->what);
+      return common::Error::Invalid("protobuf parse error at byte " +
+                                    std::to_string(fault->offset) + ": " + fault->what);
     }
-    return core::Error::Invalid("protobuf parse error");
+    return common::Error::Invalid("protobuf parse error");
   }
   Converter c(out);
   for (const auto& rm : req.resource_metrics()) {
@@ -302,14 +302,14 @@ core::Status ProtoDecoder::Decode(std::string_view body, Batch* out) {
                                   text::Clean(sm.scope().version(), &out->nul_replacements),
                                   c.Attributes(sm.scope().attributes())});
       for (const auto& m : sm.metrics()) {
-        if (!c.ConvertMetric(m, resource, scope)) return core::Error::Invalid(c.error);
+        if (!c.ConvertMetric(m, resource, scope)) return common::Error::Invalid(c.error);
       }
     }
   }
   if (out->attribute_text.size() >= kMaxAttributeText) {
-    return core::Error::Invalid("protobuf: the attributes of this batch are too large to store");
+    return common::Error::Invalid("protobuf: the attributes of this batch are too large to store");
   }
-  return core::Status::Ok();
+  return common::Status::Ok();
 }
 
 }  // namespace mw

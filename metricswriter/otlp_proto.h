@@ -24,7 +24,7 @@ class ProtoDecoder {
   ProtoDecoder& operator=(const ProtoDecoder&) = delete;
 
   // Fills *out (cleared first). Error kind: invalid.
-  core::Status Decode(std::string_view body, Batch* out);
+  common::Status Decode(std::string_view body, Batch* out);
 
  private:
   struct Impl;

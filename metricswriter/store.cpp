@@ -67,23 +67,23 @@ std::string DayString(int64_t unix_day) {
 Store::Store(Options options) : options_(std::move(options)) {}
 Store::~Store() = default;
 
-core::Status Store::Connect() {
-  if (conn_) return core::Status::Ok();
-  core::pg::PgConn::Options o;
+common::Status Store::Connect() {
+  if (conn_) return common::Status::Ok();
+  common::pg::PgConn::Options o;
   o.application_name = "metricswriter";
   o.statement_timeout = options_.statement_timeout;
-  auto c = core::pg::PgConn::Connect(options_.database_url, o);
+  auto c = common::pg::PgConn::Connect(options_.database_url, o);
   if (!c.ok()) return c.error();
   auto report = ApplyMigrations(**c, EmbeddedMigrations());
   if (!report.ok()) return report.error();
   for (int v : report->applied) spdlog::info("applied schema migration {}", v);
   conn_ = std::move(*c);
   days_.clear();  // partitions may have been dropped while we were away
-  return core::Status::Ok();
+  return common::Status::Ok();
 }
 
-core::Status Store::Fail(const core::Error& e) {
-  if (e.kind == core::ErrorKind::kInvalid && conn_ && !conn_->Broken()) {
+common::Status Store::Fail(const common::Error& e) {
+  if (e.kind == common::ErrorKind::kInvalid && conn_ && !conn_->Broken()) {
     (void)conn_->Exec("ROLLBACK");  // the connection is fine: only this data was refused
     if (!conn_->Broken()) return e;
   }
@@ -94,8 +94,8 @@ core::Status Store::Fail(const core::Error& e) {
   return e;
 }
 
-core::Status Store::ResolveSeries(std::span<const PendingBatch> batches,
-                                  std::vector<std::vector<int64_t>>* ids, size_t* created) {
+common::Status Store::ResolveSeries(std::span<const PendingBatch> batches,
+                                    std::vector<std::vector<int64_t>>* ids, size_t* created) {
   // Misses, once each: fingerprint -> (batch, series) that describes it.
   std::map<std::pair<uint64_t, uint64_t>, std::pair<size_t, size_t>> misses;
   for (size_t i = 0; i < batches.size(); ++i) {
@@ -110,7 +110,7 @@ core::Status Store::ResolveSeries(std::span<const PendingBatch> batches,
       }
     }
   }
-  if (misses.empty()) return core::Status::Ok();
+  if (misses.empty()) return common::Status::Ok();
   std::array<std::string, 13> cols;
   for (auto& c : cols) c = "{";
   for (const auto& [key, where] : misses) {
@@ -132,7 +132,7 @@ core::Status Store::ResolveSeries(std::span<const PendingBatch> batches,
     Elem(cols[12], s.attributes);
   }
   for (auto& c : cols) c += '}';
-  std::vector<core::pg::Param> params(cols.begin(), cols.end());
+  std::vector<common::pg::Param> params(cols.begin(), cols.end());
   auto ins = conn_->Query(
       "INSERT INTO metrics.series (fingerprint, tenant, name, type, unit, description, "
       "temporality, monotonic, resource, scope_name, scope_version, scope_attributes, "
@@ -155,14 +155,14 @@ core::Status Store::ResolveSeries(std::span<const PendingBatch> batches,
     for (size_t s = 0; s < batches[i].fingerprints.size(); ++s) {
       if ((*ids)[i][s] != 0) continue;
       auto it = series_.find(batches[i].fingerprints[s]);
-      if (it == series_.end()) return core::Error::Retryable("series id not found after insert");
+      if (it == series_.end()) return common::Error::Retryable("series id not found after insert");
       (*ids)[i][s] = it->second;
     }
   }
-  return core::Status::Ok();
+  return common::Status::Ok();
 }
 
-core::Status Store::EnsureDays(std::span<const PendingBatch> batches, int64_t now_ns) {
+common::Status Store::EnsureDays(std::span<const PendingBatch> batches, int64_t now_ns) {
   // Partitions are made only for days inside the retention window (and tomorrow, for clock
   // skew): a point outside it finds no partition and PostgreSQL rejects its batch, which is
   // then dead-lettered with the reason. Anything else would store data that retention drops.
@@ -184,10 +184,10 @@ core::Status Store::EnsureDays(std::span<const PendingBatch> batches, int64_t no
     if (!r.ok()) return r.error();
     days_.insert(day);
   }
-  return core::Status::Ok();
+  return common::Status::Ok();
 }
 
-core::Result<WriteOutcome> Store::Write(std::span<const PendingBatch> batches, int64_t now_ns) {
+common::Result<WriteOutcome> Store::Write(std::span<const PendingBatch> batches, int64_t now_ns) {
   if (auto s = Connect(); !s.ok()) return s.error();
   WriteOutcome out;
   out.stored.assign(batches.size(), false);
@@ -223,14 +223,14 @@ core::Result<WriteOutcome> Store::Write(std::span<const PendingBatch> batches, i
   // rows in groups of 500, 600-840 ms against 435-465 ms). A batch id already there (SQLSTATE
   // 23505: a redelivery, a replay, another writer) rolls that back, and the group goes again
   // with ON CONFLICT DO NOTHING RETURNING, which says which batches were new.
-  const std::vector<core::pg::Param> params = {tenants, bids, seqs, points};
+  const std::vector<common::pg::Param> params = {tenants, bids, seqs, points};
   constexpr const char* kInsert =
       "INSERT INTO metrics.batches (tenant, batch_id, stream_seq, points) "
       "SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::integer[])";
   if (auto s = conn_->Exec("BEGIN"); !s.ok()) return Fail(s.error()).error();
   auto ins = conn_->Query(kInsert, params);
   const bool all_new = ins.ok();
-  if (!ins.ok() && core::pg::SqlStateOf(ins.error()) == "23505" && !conn_->Broken()) {
+  if (!ins.ok() && common::pg::SqlStateOf(ins.error()) == "23505" && !conn_->Broken()) {
     if (auto s = conn_->Exec("ROLLBACK; BEGIN"); !s.ok()) return Fail(s.error()).error();
     ins = conn_->Query(std::string(kInsert) + " ON CONFLICT DO NOTHING RETURNING tenant, batch_id",
                        params);
@@ -263,7 +263,7 @@ core::Result<WriteOutcome> Store::Write(std::span<const PendingBatch> batches, i
   return out;
 }
 
-core::Result<int> Store::Expire(int64_t now_ns) {
+common::Result<int> Store::Expire(int64_t now_ns) {
   if (auto s = Connect(); !s.ok()) return s.error();
   const int64_t cutoff = now_ns / kNsPerDay - options_.retention_days;
   auto dropped = conn_->Query("SELECT metrics.drop_days_before($1::date)", {DayString(cutoff)});

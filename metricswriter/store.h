@@ -61,25 +61,25 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   // Connects and applies migrations when not connected. Retryable error: try again later.
-  core::Status Connect();
+  common::Status Connect();
   bool connected() const { return conn_ != nullptr; }
 
   // Stores batches (all of them or none). now_ns: the wall clock, for the partition window.
-  core::Result<WriteOutcome> Write(std::span<const PendingBatch> batches, int64_t now_ns);
+  common::Result<WriteOutcome> Write(std::span<const PendingBatch> batches, int64_t now_ns);
 
   // Drops point partitions past the retention and forgets old batch ids. Returns tables dropped.
-  core::Result<int> Expire(int64_t now_ns);
+  common::Result<int> Expire(int64_t now_ns);
 
   size_t series_cached() const { return series_.size(); }
 
  private:
-  core::Status Fail(const core::Error& e);  // drops a broken connection, returns e
-  core::Status ResolveSeries(std::span<const PendingBatch> batches,
-                             std::vector<std::vector<int64_t>>* ids, size_t* created);
-  core::Status EnsureDays(std::span<const PendingBatch> batches, int64_t now_ns);
+  common::Status Fail(const common::Error& e);  // drops a broken connection, returns e
+  common::Status ResolveSeries(std::span<const PendingBatch> batches,
+                               std::vector<std::vector<int64_t>>* ids, size_t* created);
+  common::Status EnsureDays(std::span<const PendingBatch> batches, int64_t now_ns);
 
   Options options_;
-  std::unique_ptr<core::pg::PgConn> conn_;
+  std::unique_ptr<common::pg::PgConn> conn_;
   std::unordered_map<Fingerprint, int64_t, FingerprintHash> series_;
   std::set<int64_t> days_;  // day numbers (unix days) whose partitions exist
   CopyEncoder encoder_;

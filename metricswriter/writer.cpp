@@ -16,8 +16,8 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 }  // namespace
 
-Writer::Writer(WriterOptions options, core::NatsClient& nats, core::metrics::Registry& registry,
-               core::StopFlag& stop)
+Writer::Writer(WriterOptions options, common::NatsClient& nats, common::metrics::Registry& registry,
+               common::StopFlag& stop)
     : options_(std::move(options)),
       nats_(nats),
       stop_(stop),
@@ -30,8 +30,8 @@ Writer::Writer(WriterOptions options, core::NatsClient& nats, core::metrics::Reg
 
 Writer::~Writer() = default;
 
-core::Health Writer::health() const {
-  core::Health h;
+common::Health Writer::health() const {
+  common::Health h;
   bool nats_ok = nats_.Connected();
   bool db_ok = db_ok_.load();
   h.ok = nats_ok && db_ok;
@@ -40,7 +40,7 @@ core::Health Writer::health() const {
   return h;
 }
 
-core::Status Writer::Run() {
+common::Status Writer::Run() {
   // The schema first: nothing is fetched before the database is there and migrated.
   Backoff backoff(options_.retry_base, options_.retry_max);
   std::mt19937 rng(std::random_device{}());
@@ -53,14 +53,14 @@ core::Status Writer::Run() {
     }
     stop_.WaitFor(backoff.Next(rand01(rng)));
   }
-  if (stop_.stopping()) return core::Status::Ok();
+  if (stop_.stopping()) return common::Status::Ok();
   db_ok_ = true;
   metrics_.database_up.Set(1);
 
-  std::unique_ptr<core::PullConsumer> consumer;
+  std::unique_ptr<common::PullConsumer> consumer;
   backoff.Reset();
   while (!stop_.stopping()) {
-    auto c = core::PullConsumer::Bind(nats_, options_.consumer);
+    auto c = common::PullConsumer::Bind(nats_, options_.consumer);
     if (c.ok()) {
       consumer = std::move(*c);
       break;
@@ -71,7 +71,7 @@ core::Status Writer::Run() {
     }
     stop_.WaitFor(backoff.Next(rand01(rng)));
   }
-  if (!consumer) return core::Status::Ok();
+  if (!consumer) return common::Status::Ok();
   spdlog::info("consuming {} as {}", options_.consumer.stream, options_.consumer.durable);
   std::vector<std::thread> store_threads;
   for (size_t i = 0; i < stores_.size(); ++i) {
@@ -80,7 +80,7 @@ core::Status Writer::Run() {
   IntakeLoop(*consumer);
   for (auto& t : store_threads) t.join();
   spdlog::info("stopped");
-  return core::Status::Ok();
+  return common::Status::Ok();
 }
 
 void Writer::StoreLoop(size_t index) {
@@ -88,7 +88,7 @@ void Writer::StoreLoop(size_t index) {
   auto next_expire = Clock::now();
   while (true) {
     if (index == 0 && db_ok_ && Clock::now() >= next_expire) {
-      auto dropped = store.Expire(core::NowUnixNs());
+      auto dropped = store.Expire(common::NowUnixNs());
       if (dropped.ok()) {
         if (*dropped > 0) spdlog::info("retention: dropped {} day partitions", *dropped);
         next_expire = Clock::now() + options_.expire_every;
@@ -132,7 +132,7 @@ void Writer::StoreGroup(Store& store, Group& g) {
   while (!iso.Done()) {
     Isolator::Range r = iso.Current();
     auto t0 = Clock::now();
-    auto res = store.Write(all.subspan(r.begin, r.size()), core::NowUnixNs());
+    auto res = store.Write(all.subspan(r.begin, r.size()), common::NowUnixNs());
     if (res.ok()) {
       metrics_.transaction_seconds.Observe(Seconds(Clock::now() - t0));
       Finished(store, g, r.begin, r.end, *res);
@@ -147,8 +147,8 @@ void Writer::StoreGroup(Store& store, Group& g) {
       metrics_.database_up.Set(1);
       continue;
     }
-    const core::Error& e = res.error();
-    if (e.kind == core::ErrorKind::kInvalid) {
+    const common::Error& e = res.error();
+    if (e.kind == common::ErrorKind::kInvalid) {
       // The database refused the content. Split until the culprit stands alone; its
       // neighbours are stored by the next attempts.
       if (iso.Rejected()) {
@@ -162,7 +162,7 @@ void Writer::StoreGroup(Store& store, Group& g) {
     // Unavailable (down, restarting, read-only, full, ...): hold everything and retry.
     db_ok_ = false;
     metrics_.database_up.Set(0);
-    metrics_.database_retries.With({core::ErrorKindName(e.kind)}).Inc();
+    metrics_.database_retries.With({common::ErrorKindName(e.kind)}).Inc();
     if (!failing) {
       failing = true;
       failing_since = Clock::now();
@@ -200,13 +200,13 @@ void Writer::KeepAlive(Group& g, Clock::time_point* last) {
 }
 
 void Writer::Finished(Store& store, Group& g, size_t begin, size_t end, const WriteOutcome& out) {
-  const int64_t now_ns = core::NowUnixNs();
+  const int64_t now_ns = common::NowUnixNs();
   size_t stored = 0;
   int64_t bytes = 0;
   // Summed here and added once per type: a labelled child's lookup takes a lock.
   std::array<size_t, kMetricTypes> points{};
   for (size_t i = begin; i < end; ++i) {
-    core::Message& msg = g.messages[i];
+    common::Message& msg = g.messages[i];
     const Batch& b = g.batches[i].batch;
     if (out.stored[i - begin]) {
       ++stored;

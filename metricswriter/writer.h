@@ -43,13 +43,13 @@
 namespace mw {
 
 struct WriterOptions {
-  core::ConsumerSpec consumer;   // durable "metricswriter" on API_METRICS
-  size_t group_batches = 500;    // batches per transaction, at most
-  size_t group_points = 50'000;  // points per transaction, at most
-  Millis group_linger{100};      // a partial group waits at most this for more
-  size_t connections = 2;        // store threads, one PostgreSQL connection each
-  size_t queued_groups = 2;      // decoded groups waiting for a store thread
-  Millis retry_base{200};        // database retry backoff
+  common::ConsumerSpec consumer;  // durable "metricswriter" on API_METRICS
+  size_t group_batches = 500;     // batches per transaction, at most
+  size_t group_points = 50'000;   // points per transaction, at most
+  Millis group_linger{100};       // a partial group waits at most this for more
+  size_t connections = 2;         // store threads, one PostgreSQL connection each
+  size_t queued_groups = 2;       // decoded groups waiting for a store thread
+  Millis retry_base{200};         // database retry backoff
   Millis retry_max{10'000};
   Millis expire_every{std::chrono::hours(1)};
   int64_t max_bytes_in_flight = int64_t{64} << 20;  // see ByteBudget
@@ -60,7 +60,7 @@ struct WriterOptions {
 
 // A group of decoded batches and their messages (same index), on its way to the database.
 struct Group {
-  std::vector<core::Message> messages;
+  std::vector<common::Message> messages;
   std::vector<PendingBatch> batches;
   std::vector<bool> done;  // acked, dead-lettered or naked: no longer ours to keep alive
   size_t points = 0;
@@ -69,22 +69,22 @@ struct Group {
 
 class Writer {
  public:
-  Writer(WriterOptions options, core::NatsClient& nats, core::metrics::Registry& registry,
-         core::StopFlag& stop);
+  Writer(WriterOptions options, common::NatsClient& nats, common::metrics::Registry& registry,
+         common::StopFlag& stop);
   ~Writer();
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
   // Binds the consumer and runs both loops until a stop is requested. Error only when the
   // consumer cannot be bound.
-  core::Status Run();
-  core::Health health() const;
+  common::Status Run();
+  common::Health health() const;
 
  private:
   // intake thread (writer_intake.cpp)
-  void IntakeLoop(core::PullConsumer& consumer);
-  bool Admit(core::Message& msg, PendingBatch* out);  // false: dead-lettered or naked
-  void Take(core::Message msg, Group* g);             // decodes a fetched message into g
+  void IntakeLoop(common::PullConsumer& consumer);
+  bool Admit(common::Message& msg, PendingBatch* out);  // false: dead-lettered or naked
+  void Take(common::Message msg, Group* g);             // decodes a fetched message into g
   bool Waiting(const Group& g) const;  // nothing to do until a release, a stop or the linger
   void KeepRawAlive(Clock::time_point* last);
   void HandBackRaw();  // at a stop: messages fetched and not decoded go back to the stream
@@ -96,20 +96,20 @@ class Writer {
   void NakRest(Group& group);             // at a stop while the database is down
   void Release(size_t n, int64_t bytes);  // n batches (charged `bytes`) are no longer held
   // either thread
-  void DeadLetter(core::Message& msg, const std::string& reason, const std::string& detail,
+  void DeadLetter(common::Message& msg, const std::string& reason, const std::string& detail,
                   const std::string& label);
-  void DeadLetterFailed(core::Message& msg, const core::Error& e);  // counts, naks, logs
+  void DeadLetterFailed(common::Message& msg, const common::Error& e);  // counts, naks, logs
 
   WriterOptions options_;
-  core::NatsClient& nats_;
-  core::StopFlag& stop_;
+  common::NatsClient& nats_;
+  common::StopFlag& stop_;
   WriterMetrics metrics_;
   std::vector<std::unique_ptr<Store>> stores_;  // stores_[i]: store thread i only
   JsonDecoder json_;                            // intake thread only
   ProtoDecoder proto_;                          // intake thread only
   std::string scratch_;                         // intake thread only
   ByteBudget budget_;                           // intake thread only
-  std::deque<core::Message> raw_;  // intake thread only: fetched, waiting for budget to decode
+  std::deque<common::Message> raw_;  // intake thread only: fetched, waiting for budget to decode
 
   std::mutex mu_;  // guards queue_ and intake_done_
   std::condition_variable cv_;

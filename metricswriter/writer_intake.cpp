@@ -12,15 +12,15 @@
 
 namespace mw {
 
-void Writer::DeadLetter(core::Message& msg, const std::string& reason, const std::string& detail,
+void Writer::DeadLetter(common::Message& msg, const std::string& reason, const std::string& detail,
                         const std::string& label) {
-  core::dead_letter::Origin origin;
+  common::dead_letter::Origin origin;
   origin.subject = std::string(msg.subject());
-  origin.stream = msg.stream().empty() ? core::topology::kApiMetrics : msg.stream();
+  origin.stream = msg.stream().empty() ? common::topology::kApiMetrics : msg.stream();
   origin.stream_seq = msg.stream_seq();
   origin.payload = std::string(msg.data());
   origin.headers = msg.AllHeaders();
-  auto ack = core::PublishSync(nats_, core::dead_letter::Build(origin, reason, detail));
+  auto ack = common::PublishSync(nats_, common::dead_letter::Build(origin, reason, detail));
   if (!ack.ok()) {
     DeadLetterFailed(msg, ack.error());
     return;
@@ -37,12 +37,12 @@ void Writer::DeadLetter(core::Message& msg, const std::string& reason, const std
                origin.stream_seq);
 }
 
-void Writer::DeadLetterFailed(core::Message& msg, const core::Error& e) {
+void Writer::DeadLetterFailed(common::Message& msg, const common::Error& e) {
   // Not ours to drop: the batch stays in API_METRICS, unacknowledged, comes back after the
   // delay and is judged (and moved) again. A refusal for its size cannot pass before an
   // operator raises a limit, so it comes back slowly, and each failure is counted (the
   // DLQPublishFailing alert) rather than logged.
-  const bool too_large = core::IsMessageTooLarge(e);
+  const bool too_large = common::IsMessageTooLarge(e);
   const size_t cause = too_large ? 0 : 1;
   const char* name = too_large ? "too_large" : "unavailable";
   metrics_.DlqPublishFailures(name).Inc();
@@ -68,11 +68,11 @@ void Writer::DeadLetterFailed(core::Message& msg, const core::Error& e) {
       "metricswriter_dlq_publish_failures_total{{cause=\"{}\"}} (this is logged at most "
       "hourly{})",
       msg.stream_seq(), msg.subject(), too_large ? ", the server refuses it for its size" : "",
-      e.message, core::topology::kApiMetrics, retry.count() / 1000, name,
+      e.message, common::topology::kApiMetrics, retry.count() / 1000, name,
       since > 0 ? "; " + std::to_string(since) + " more failures since the last line" : "");
 }
 
-bool Writer::Admit(core::Message& msg, PendingBatch* out) {
+bool Writer::Admit(common::Message& msg, PendingBatch* out) {
   auto tenant = TenantFromSubject(msg.subject());
   if (!tenant.ok()) {
     DeadLetter(msg, "invalid subject", tenant.error().message, "invalid_subject");
@@ -88,8 +88,8 @@ bool Writer::Admit(core::Message& msg, PendingBatch* out) {
     DeadLetter(msg, "batch cannot be decoded: " + format.error().message, "", "content_type");
     return false;
   }
-  core::Status st = *format == Format::kJson ? json_.Decode(msg.data(), &out->batch)
-                                             : proto_.Decode(msg.data(), &out->batch);
+  common::Status st = *format == Format::kJson ? json_.Decode(msg.data(), &out->batch)
+                                               : proto_.Decode(msg.data(), &out->batch);
   if (!st.ok()) {
     DeadLetter(msg, "batch cannot be decoded: " + st.error().message, "", "decode");
     return false;
@@ -108,7 +108,7 @@ namespace {
 
 // A message as charged before it is decoded: its payload, plus room for its headers and
 // nats.c's bookkeeping.
-int64_t RawCharge(const core::Message& msg) {
+int64_t RawCharge(const common::Message& msg) {
   return static_cast<int64_t>(msg.data().size()) + 256;
 }
 
@@ -120,7 +120,7 @@ int64_t DecodedCharge(const PendingBatch& pb) {
 
 }  // namespace
 
-void Writer::Take(core::Message msg, Group* g) {
+void Writer::Take(common::Message msg, Group* g) {
   const int64_t raw = RawCharge(msg);
   PendingBatch pb;
   if (!Admit(msg, &pb)) {
@@ -167,7 +167,7 @@ void Writer::HandBackRaw() {
   spdlog::info("stopping: {} fetched batches not decoded yet handed back", n);
 }
 
-void Writer::IntakeLoop(core::PullConsumer& consumer) {
+void Writer::IntakeLoop(common::PullConsumer& consumer) {
   GroupPolicy policy(options_.group_batches, options_.group_points, options_.group_linger);
   Group g;
   Clock::time_point last_error{};
@@ -193,7 +193,7 @@ void Writer::IntakeLoop(core::PullConsumer& consumer) {
     // What was fetched is decoded as far as the budget has room for it.
     if (!raw_.empty() && !policy.Full(g.batches.size(), g.points) &&
         budget_.MayDecode(held_bytes_, RawCharge(raw_.front()))) {
-      core::Message m = std::move(raw_.front());
+      common::Message m = std::move(raw_.front());
       raw_.pop_front();
       Take(std::move(m), &g);
       continue;

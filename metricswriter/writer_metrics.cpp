@@ -2,10 +2,10 @@
 
 namespace mw {
 
-using core::metrics::CountsSinceStart;
-using core::metrics::ExponentialBuckets;
+using common::metrics::CountsSinceStart;
+using common::metrics::ExponentialBuckets;
 
-WriterMetrics::WriterMetrics(core::metrics::Registry& r)
+WriterMetrics::WriterMetrics(common::metrics::Registry& r)
     : received(r.AddCounter(
                     "metricswriter_messages_received_total",
                     CountsSinceStart("Messages fetched from API_METRICS, redeliveries included."))

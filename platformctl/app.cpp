@@ -24,48 +24,48 @@ constexpr const char* kExitCodes =
     "said what it would erase); 5 cannot reach the database (migrate).";
 
 struct Shared {
-  core::CommonConfig common;
-  core::TopologyConfig topology;
+  common::CommonConfig common;
+  common::TopologyConfig topology;
 };
 
 // Configuration errors are usage errors: print every bad variable and exit 2.
 bool ReadConfig(Shared& shared, int replicas_override) {
-  auto reader = core::ConfigReader::FromProcess();
-  shared.common = core::ReadCommonConfig(reader, "127.0.0.1:0");
-  shared.topology = core::ReadTopologyConfig(reader);
+  auto reader = common::ConfigReader::FromProcess();
+  shared.common = common::ReadCommonConfig(reader, "127.0.0.1:0");
+  shared.topology = common::ReadTopologyConfig(reader);
   if (replicas_override > 0) shared.topology.replicas = replicas_override;
   try {
     reader.Finish();
-  } catch (const core::ConfigError& e) {
+  } catch (const common::ConfigError& e) {
     std::cerr << "platformctl: " << e.what() << "\n";
     return false;
   }
-  core::SetUpLogging("platformctl",
-                     shared.common.log_level == "info" ? "warn" : shared.common.log_level,
-                     shared.common.log_format);
+  common::SetUpLogging("platformctl",
+                       shared.common.log_level == "info" ? "warn" : shared.common.log_level,
+                       shared.common.log_format);
   return true;
 }
 
 // request_timeout_ms: one try of a request; what a cluster retries is tried again within
 // nats_admin::kClusterPatience.
-core::Result<std::unique_ptr<core::NatsClient>> Connect(const Shared& shared,
-                                                        int64_t request_timeout_ms = 5000) {
-  core::NatsClient::Options o;
+common::Result<std::unique_ptr<common::NatsClient>> Connect(const Shared& shared,
+                                                            int64_t request_timeout_ms = 5000) {
+  common::NatsClient::Options o;
   o.client_name = "platformctl";
   o.request_timeout_ms = request_timeout_ms;
-  return core::NatsClient::Connect(shared.common, o);
+  return common::NatsClient::Connect(shared.common, o);
 }
 
 // A TLS file nats.c cannot load is a configuration error; anything else: NATS not reachable.
-int ConnectFailed(const core::Error& e) {
+int ConnectFailed(const common::Error& e) {
   std::cerr << "platformctl: " << e.message << "\n";
-  return e.kind == core::ErrorKind::kInvalid ? kExitUsage : kExitNoNats;
+  return e.kind == common::ErrorKind::kInvalid ? kExitUsage : kExitNoNats;
 }
 
 }  // namespace
 
 int Main(int argc, char** argv, const std::string& version) {
-  core::NatsLibraryGuard nats_guard;
+  common::NatsLibraryGuard nats_guard;
   CLI::App app{"platformctl: provisioning, stream backlog and DLQ tools for the core workers"};
   app.set_version_flag("--version", "platformctl " + version);
   app.footer(kExitCodes);
@@ -137,9 +137,9 @@ int Main(int argc, char** argv, const std::string& version) {
     auto views = ReadLeaders(**client);
     if (!views) {
       std::cerr << "platformctl: " << views.error().message << "\n";
-      return views.error().kind == core::ErrorKind::kRetryable ? kExitNoNats : kExitPartial;
+      return views.error().kind == common::ErrorKind::kRetryable ? kExitNoNats : kExitPartial;
     }
-    int64_t now_ms = core::NowUnixNs() / 1'000'000;
+    int64_t now_ms = common::NowUnixNs() / 1'000'000;
     if (leaders_json)
       PrintLeadersJson(*views, now_ms, std::cout);
     else
@@ -156,8 +156,8 @@ int Main(int argc, char** argv, const std::string& version) {
     return Migrate(url, std::cout, std::cerr);
   }
   if (*streams) {
-    auto d = core::ParseDuration(interval);
-    if (interval == "0") d = core::Millis(0);
+    auto d = common::ParseDuration(interval);
+    if (interval == "0") d = common::Millis(0);
     if (!d || *d > std::chrono::minutes(10)) {
       std::cerr << "platformctl: --interval '" << interval
                 << "' is not a duration up to 10m (examples: 0, 500ms, 2s, 1m)\n";
@@ -174,7 +174,7 @@ int Main(int argc, char** argv, const std::string& version) {
     auto views = CollectStreams(**client, streams_options);
     if (!views) {
       std::cerr << "platformctl: " << views.error().message << "\n";
-      return views.error().kind == core::ErrorKind::kRetryable ? kExitNoNats : kExitPartial;
+      return views.error().kind == common::ErrorKind::kRetryable ? kExitNoNats : kExitPartial;
     }
     if (json)
       PrintStreamsJson(*views, std::cout);

@@ -9,7 +9,7 @@ namespace platformctl {
 
 enum ExitCode { kExitOk = 0, kExitPartial = 1, kExitUsage = 2, kExitNoNats = 3 };
 
-// version: the build's (core::Version()), for --version.
+// version: the build's (common::Version()), for --version.
 int Main(int argc, char** argv, const std::string& version);
 
 }  // namespace platformctl

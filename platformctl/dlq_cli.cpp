@@ -173,7 +173,7 @@ DlqCommands::~DlqCommands() = default;
 
 bool DlqCommands::Chosen() const { return o_->dlq->parsed() || o_->erase->parsed(); }
 
-int DlqCommands::Run(const core::CommonConfig& common) {
+int DlqCommands::Run(const common::CommonConfig& common) {
   Options& o = *o_;
   // Validate everything before connecting: a usage error never touches NATS.
   std::optional<dlq::Selection> sel;
@@ -255,18 +255,18 @@ int DlqCommands::Run(const core::CommonConfig& common) {
   }
 
   // Before the connection's threads start, so they inherit the blocked signals.
-  core::StopSignal stop;
-  core::NatsClient::Options no;
+  common::StopSignal stop;
+  common::NatsClient::Options no;
   no.client_name = "platformctl";
   // One answer may cover a batch of 256 erases, each synced to disk by the server.
   no.request_timeout_ms = 10'000;
-  auto client = core::NatsClient::Connect(common, no);
+  auto client = common::NatsClient::Connect(common, no);
   if (!client) {
     std::cerr << "platformctl: " << client.error().message << "\n";
     return 3;
   }
   // SIGTERM while NATS cannot be reached: what waits on it returns at once.
-  core::NatsStopGuard nats_stop(**client, stop);
+  common::NatsStopGuard nats_stop(**client, stop);
   dlq::RunEnv env{**client, stop, std::cout, std::cerr,
                   isatty(STDOUT_FILENO) == 1 && isatty(STDERR_FILENO) == 1};
   int rc = 0;

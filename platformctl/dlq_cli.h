@@ -2,7 +2,7 @@
 // and exit codes, and the dispatch to dlq_run / erase.
 //
 // Construct on the main thread before parsing, Run() after a successful parse, from main()
-// before any other thread exists (it installs the SIGINT/SIGTERM handling, core::StopSignal).
+// before any other thread exists (it installs the SIGINT/SIGTERM handling, common::StopSignal).
 #pragma once
 
 #include <memory>
@@ -26,7 +26,7 @@ class DlqCommands {
   bool Chosen() const;
   // Runs it; returns the exit code (0 done, 1 partly done, 2 usage, 3 no NATS, 4 purge not
   // confirmed).
-  int Run(const core::CommonConfig& common);
+  int Run(const common::CommonConfig& common);
 
  private:
   struct Options;

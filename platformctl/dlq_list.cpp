@@ -39,7 +39,7 @@ void PrintListText(const std::vector<Entry>& entries, const QueueInfo& q, std::o
   rows.push_back({"SEQ", "DEAD-LETTERED", q.key_name == "site" ? "SITE" : "TENANT", "ORIGIN",
                   "SUBJECT", "SIZE", "REASON"});
   for (const auto& e : entries) {
-    rows.push_back({std::to_string(e.seq), core::FormatRfc3339(e.time_ns), Printable(e.key),
+    rows.push_back({std::to_string(e.seq), common::FormatRfc3339(e.time_ns), Printable(e.key),
                     Origin(e), Printable(e.subject.empty() ? "?" : e.subject),
                     std::to_string(e.size), Printable(e.reason.empty() ? "?" : e.reason)});
   }
@@ -67,7 +67,7 @@ void PrintListJson(const std::vector<Entry>& entries, const QueueInfo& q, std::o
   auto msgs = nlohmann::json::array();
   for (const auto& e : entries) {
     msgs.push_back({{"seq", e.seq},
-                    {"time", core::FormatRfc3339(e.time_ns)},
+                    {"time", common::FormatRfc3339(e.time_ns)},
                     {"time_unix_ns", e.time_ns},
                     {"key", e.key},
                     {"stream", e.stream},
@@ -101,7 +101,7 @@ void ListSummary::PrintText(const QueueInfo& q, std::ostream& out, size_t max_ke
     return;
   }
   out << ", seq " << first_seq_ << ".." << last_seq_ << ", dead-lettered "
-      << core::FormatRfc3339(first_ns_) << " .. " << core::FormatRfc3339(last_ns_) << "\n";
+      << common::FormatRfc3339(first_ns_) << " .. " << common::FormatRfc3339(last_ns_) << "\n";
   out << "by reason:\n";
   for (const auto& [reason, n] : Largest(by_reason_)) {
     out << std::right << std::setw(9) << n << "  " << Printable(reason.empty() ? "?" : reason)
@@ -133,8 +133,8 @@ void ListSummary::PrintJson(const QueueInfo& q, std::ostream& out) const {
   j["bytes"] = bytes_;
   j["first_seq"] = count_ ? nlohmann::json(first_seq_) : nullptr;
   j["last_seq"] = count_ ? nlohmann::json(last_seq_) : nullptr;
-  j["first_time"] = count_ ? nlohmann::json(core::FormatRfc3339(first_ns_)) : nullptr;
-  j["last_time"] = count_ ? nlohmann::json(core::FormatRfc3339(last_ns_)) : nullptr;
+  j["first_time"] = count_ ? nlohmann::json(common::FormatRfc3339(first_ns_)) : nullptr;
+  j["last_time"] = count_ ? nlohmann::json(common::FormatRfc3339(last_ns_)) : nullptr;
   auto reasons = nlohmann::json::array();
   for (const auto& [r, n] : Largest(by_reason_)) reasons.push_back({{"reason", r}, {"count", n}});
   auto keys = nlohmann::json::array();

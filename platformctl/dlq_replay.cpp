@@ -12,7 +12,7 @@
 namespace platformctl::dlq {
 namespace {
 
-namespace dl = core::dead_letter;
+namespace dl = common::dead_letter;
 
 constexpr size_t kSeqsPerGroup = 10;  // sequences named per reason in a report
 constexpr size_t kMaxGroups = 50;     // distinct reasons kept; the rest are counted together
@@ -29,7 +29,7 @@ bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
   return true;
 }
 
-std::optional<std::string> Find(const core::Headers& h, std::string_view key) {
+std::optional<std::string> Find(const common::Headers& h, std::string_view key) {
   for (const auto& [k, v] : h) {
     if (k == key) return v;
   }
@@ -102,7 +102,7 @@ bool UsableOriginalId(std::string_view id) {
 
 }  // namespace
 
-std::optional<std::string> OriginalMsgId(const QueueInfo& q, const core::Headers& headers,
+std::optional<std::string> OriginalMsgId(const QueueInfo& q, const common::Headers& headers,
                                          std::string_view payload) {
   if (auto v = Find(headers, dl::kOrigMsgId); v && UsableOriginalId(*v)) return v;
   if (auto v = Find(headers, "Nats-Msg-Id"); v && !dl::IsDlqMsgId(*v) && UsableOriginalId(*v)) {
@@ -143,7 +143,7 @@ std::string ReplayMsgId(std::string_view original_id, std::string_view dlq_strea
          std::to_string(dlq_seq);
 }
 
-ReplayPlan PlanReplay(const QueueInfo& q, uint64_t dlq_seq, const core::Headers& headers,
+ReplayPlan PlanReplay(const QueueInfo& q, uint64_t dlq_seq, const common::Headers& headers,
                       std::string payload, const std::optional<OriginStream>& origin) {
   ReplayPlan p;
   auto subject = Find(headers, dl::kSubject);
@@ -294,14 +294,14 @@ std::string ProgressLine(const RunSummary& s, RunKind kind, const QueueInfo& q, 
   return buf;
 }
 
-core::Result<double> ParseRate(std::string_view text) {
+common::Result<double> ParseRate(std::string_view text) {
   std::string_view num = text;
   if (num.size() > 2 && num.substr(num.size() - 2) == "/s") num.remove_suffix(2);
   double v = 0;
   auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
   if (ec != std::errc() || p != num.data() + num.size() || !std::isfinite(v) || v <= 0 || v > 1e6) {
-    return core::Error::Invalid("--rate '" + std::string(text) +
-                                "' is not a rate: messages per second, e.g. 200 or 200/s");
+    return common::Error::Invalid("--rate '" + std::string(text) +
+                                  "' is not a rate: messages per second, e.g. 200 or 200/s");
   }
   return v;
 }

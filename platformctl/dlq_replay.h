@@ -42,13 +42,13 @@ inline constexpr size_t kMaxOriginalIdBytes = 256;
 // most kMaxOriginalIdBytes of printable ASCII without spaces and something other than
 // `.replay.<stream>.<seq>` suffixes (a replay of an earlier version could publish
 // `.replay.WEB_DLQ.3`); an unusable one passes to the next. nullopt: none is usable.
-std::optional<std::string> OriginalMsgId(const QueueInfo& q, const core::Headers& headers,
+std::optional<std::string> OriginalMsgId(const QueueInfo& q, const common::Headers& headers,
                                          std::string_view payload);
 
 struct ReplayPlan {
   bool publish = false;
-  std::string skip_why;  // when !publish: one sentence, the same for messages skipped alike
-  core::OutMessage out;  // when publish
+  std::string skip_why;    // when !publish: one sentence, the same for messages skipped alike
+  common::OutMessage out;  // when publish
 };
 
 // headers: the DLQ message's stored headers. origin: the queue's origin stream as the server
@@ -56,7 +56,7 @@ struct ReplayPlan {
 // is skipped and kept: a replay never publishes an id that starts with ".replay.". The published
 // message keeps the payload and the origin's own headers (Content-Type matters to the
 // metricswriter); Nats-* and Sa-Dlq-* are not copied.
-ReplayPlan PlanReplay(const QueueInfo& q, uint64_t dlq_seq, const core::Headers& headers,
+ReplayPlan PlanReplay(const QueueInfo& q, uint64_t dlq_seq, const common::Headers& headers,
                       std::string payload, const std::optional<OriginStream>& origin);
 
 enum class Outcome {
@@ -110,7 +110,7 @@ std::string ProgressLine(const RunSummary& s, RunKind kind, const QueueInfo& q, 
                          uint64_t at_most, double elapsed_seconds);
 
 // --rate: "200", "200/s" or "0.5/s" messages per second.
-core::Result<double> ParseRate(std::string_view text);
+common::Result<double> ParseRate(std::string_view text);
 
 class Pacer {
  public:

@@ -5,19 +5,20 @@
 #include <thread>
 #include <vector>
 
-#include "common/nats_admin.h"
 #include "platformctl/dlq_run.h"
+#include "platformctl/nats_admin.h"
 
 namespace platformctl::dlq {
 namespace {
 
-using core::ErrorKind;
-using core::nats_dlq::StoredMessage;
+using common::ErrorKind;
+using platformctl::nats_dlq::StoredMessage;
 using Clock = std::chrono::steady_clock;
 
 // The origin stream as the server has it now; nullopt when it does not exist.
-core::Result<std::optional<OriginStream>> ReadOrigin(core::NatsClient& client, const QueueInfo& q) {
-  auto settings = core::nats_admin::ReadSettings(client, q.origin_stream);
+common::Result<std::optional<OriginStream>> ReadOrigin(common::NatsClient& client,
+                                                       const QueueInfo& q) {
+  auto settings = platformctl::nats_admin::ReadSettings(client, q.origin_stream);
   if (!settings) return settings.error();
   if (!*settings) return std::optional<OriginStream>();
   return std::optional<OriginStream>(OriginStream{q.origin_stream, (*settings)->subjects});
@@ -25,12 +26,12 @@ core::Result<std::optional<OriginStream>> ReadOrigin(core::NatsClient& client, c
 
 class PublishBatch {
  public:
-  PublishBatch(RunEnv& env, const QueueInfo& q, core::nats_dlq::BatchPublisher& publisher,
+  PublishBatch(RunEnv& env, const QueueInfo& q, platformctl::nats_dlq::BatchPublisher& publisher,
                RunSummary& summary)
       : env_(env), q_(q), publisher_(publisher), summary_(summary) {}
 
   size_t size() const { return seqs_.size(); }
-  void Add(uint64_t seq, core::OutMessage out) {
+  void Add(uint64_t seq, common::OutMessage out) {
     seqs_.push_back(seq);
     outs_.push_back(std::move(out));
   }
@@ -40,12 +41,12 @@ class PublishBatch {
   // answering: the summary says so and the run must end.
   bool Flush() {
     if (seqs_.empty()) return true;
-    const core::Millis timeout(env_.client.request_timeout_ms());
+    const common::Millis timeout(env_.client.request_timeout_ms());
     auto acks = PublishRetrying(timeout);
     std::vector<uint64_t> stored;
     std::vector<bool> duplicate;
     bool keep_going = true;
-    auto stop = [&](const core::Error& e) {
+    auto stop = [&](const common::Error& e) {
       if (e.kind == ErrorKind::kRetryable && keep_going) {
         summary_.MarkStopped(e.message);
         keep_going = false;
@@ -61,7 +62,7 @@ class PublishBatch {
       // A duplicate after our own unanswered try is that try's: replayed now, not earlier.
       duplicate.push_back(acks[i]->duplicate && !retried_[i]);
     }
-    auto erased = core::nats_dlq::EraseAll(env_.client, q_.dlq_stream, stored, timeout);
+    auto erased = platformctl::nats_dlq::EraseAll(env_.client, q_.dlq_stream, stored, timeout);
     for (size_t i = 0; i < stored.size(); ++i) {
       if (erased[i] || erased[i].error().kind == ErrorKind::kNotFound) {
         summary_.Add(stored[i], duplicate[i] ? Outcome::kAlreadyThere : Outcome::kReplayed);
@@ -83,10 +84,10 @@ class PublishBatch {
   // Publishes the batch; a message without an acknowledgement, or refused while the stream
   // elects a leader, is published again (same message id: the stream stores it once) within
   // the cluster patience.
-  std::vector<core::Result<core::PubAck>> PublishRetrying(core::Millis timeout) {
-    std::vector<core::Result<core::PubAck>> acks = publisher_.PublishAll(outs_, timeout);
+  std::vector<common::Result<common::PubAck>> PublishRetrying(common::Millis timeout) {
+    std::vector<common::Result<common::PubAck>> acks = publisher_.PublishAll(outs_, timeout);
     retried_.assign(outs_.size(), false);
-    core::nats_admin::Patience patience;
+    platformctl::nats_admin::Patience patience;
     while (true) {
       std::vector<size_t> again;
       for (size_t i = 0; i < acks.size(); ++i) {
@@ -96,7 +97,7 @@ class PublishBatch {
       auto delay = patience.NextDelay();
       if (!delay) break;
       std::this_thread::sleep_for(*delay);
-      std::vector<core::OutMessage> batch;
+      std::vector<common::OutMessage> batch;
       for (size_t i : again) batch.push_back(outs_[i]);
       auto more = publisher_.PublishAll(batch, timeout);
       bool progress = false;
@@ -113,10 +114,10 @@ class PublishBatch {
   std::vector<bool> retried_;
   RunEnv& env_;
   const QueueInfo& q_;
-  core::nats_dlq::BatchPublisher& publisher_;
+  platformctl::nats_dlq::BatchPublisher& publisher_;
   RunSummary& summary_;
   std::vector<uint64_t> seqs_;
-  std::vector<core::OutMessage> outs_;
+  std::vector<common::OutMessage> outs_;
 };
 
 }  // namespace
@@ -124,7 +125,7 @@ class PublishBatch {
 int RunReplay(RunEnv& env, const QueueInfo& q, const Selection& sel, double rate, bool json) {
   auto origin = ReadOrigin(env.client, q);
   if (!origin) return Fail(env, origin.error());
-  auto publisher = core::nats_dlq::BatchPublisher::Create(env.client);
+  auto publisher = platformctl::nats_dlq::BatchPublisher::Create(env.client);
   if (!publisher) return Fail(env, publisher.error());
   auto walk = OpenWalk(env.client, q, sel.FilterSubject(q), sel.StartSeq(), sel.StartTimeNs(),
                        sel.EndSeq(std::numeric_limits<uint64_t>::max()), false);

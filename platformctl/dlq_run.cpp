@@ -8,15 +8,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/nats_admin.h"
 #include "common/nats_stream.h"
 #include "platformctl/dlq_list.h"
+#include "platformctl/nats_admin.h"
 
 namespace platformctl::dlq {
 namespace {
 
-using core::ErrorKind;
-using core::nats_dlq::StoredMessage;
+using common::ErrorKind;
+using platformctl::nats_dlq::StoredMessage;
 using Clock = std::chrono::steady_clock;
 
 }  // namespace
@@ -40,8 +40,8 @@ bool EraseBatch::Flush() {
   std::vector<uint64_t> seqs;
   seqs.reserve(entries_.size());
   for (const auto& e : entries_) seqs.push_back(e.seq);
-  auto results = core::nats_dlq::EraseAll(env_.client, q_.dlq_stream, seqs,
-                                          core::Millis(env_.client.request_timeout_ms()));
+  auto results = platformctl::nats_dlq::EraseAll(env_.client, q_.dlq_stream, seqs,
+                                                 common::Millis(env_.client.request_timeout_ms()));
   bool keep_going = true;
   for (size_t i = 0; i < seqs.size(); ++i) {
     const auto& r = results[i];
@@ -62,15 +62,16 @@ bool EraseBatch::Flush() {
   return keep_going;
 }
 
-core::Result<core::nats_admin::ReplicaSet> ReplicasBefore(RunEnv& env, const QueueInfo& q) {
-  return core::nats_admin::ReadReplicas(env.client, q.dlq_stream);
+common::Result<platformctl::nats_admin::ReplicaSet> ReplicasBefore(RunEnv& env,
+                                                                   const QueueInfo& q) {
+  return platformctl::nats_admin::ReadReplicas(env.client, q.dlq_stream);
 }
 
 ErasureReport FinishErasure(RunEnv& env, const QueueInfo& q,
-                            const core::Result<core::nats_admin::ReplicaSet>& before,
+                            const common::Result<platformctl::nats_admin::ReplicaSet>& before,
                             const ErasureFacts& facts) {
-  using core::nats_admin::ReplicaSet;
-  auto after = core::nats_admin::ReadReplicas(env.client, q.dlq_stream);
+  using platformctl::nats_admin::ReplicaSet;
+  auto after = platformctl::nats_admin::ReadReplicas(env.client, q.dlq_stream);
   // A replica that is online applies the last erasures a moment after the leader: it reports a
   // lag (or "not current") meanwhile. One that is offline will not catch up now.
   for (int i = 0; i < 20 && !facts.empty() && after && !after->AllCurrent(); ++i) {
@@ -78,11 +79,11 @@ ErasureReport FinishErasure(RunEnv& env, const QueueInfo& q,
                                [](const auto& p) { return p.offline; });
     if (!online) break;
     env.stop.WaitFor(std::chrono::milliseconds(250));
-    after = core::nats_admin::ReadReplicas(env.client, q.dlq_stream);
+    after = platformctl::nats_admin::ReadReplicas(env.client, q.dlq_stream);
   }
   std::map<std::string, uint64_t> origin;
   if (!facts.empty()) {
-    if (auto st = core::nats_admin::ReadState(env.client, q.origin_stream)) {
+    if (auto st = platformctl::nats_admin::ReadState(env.client, q.origin_stream)) {
       origin[q.origin_stream] = st->messages;
     }
   }
@@ -141,19 +142,19 @@ void Progress::Clear() {
   shown_ = false;
 }
 
-core::Result<Walk> OpenWalk(core::NatsClient& client, const QueueInfo& q,
-                            const std::string& filter_subject, uint64_t start_seq,
-                            int64_t start_time_ns, uint64_t end_seq_cap, bool headers_only) {
-  auto state = core::nats_admin::ReadReplicas(client, q.dlq_stream);
+common::Result<Walk> OpenWalk(common::NatsClient& client, const QueueInfo& q,
+                              const std::string& filter_subject, uint64_t start_seq,
+                              int64_t start_time_ns, uint64_t end_seq_cap, bool headers_only) {
+  auto state = platformctl::nats_admin::ReadReplicas(client, q.dlq_stream);
   if (!state) {
     if (state.error().kind == ErrorKind::kNotFound) {
-      return core::Error::NotFound(q.dlq_stream + " does not exist (run platformctl init)");
+      return common::Error::NotFound(q.dlq_stream + " does not exist (run platformctl init)");
     }
     return state.error();
   }
   Walk w;
   w.end_seq = std::min(state->messages == 0 ? 0 : state->last_seq, end_seq_cap);
-  core::nats_dlq::BrowseSpec spec;
+  platformctl::nats_dlq::BrowseSpec spec;
   spec.stream = q.dlq_stream;
   spec.filter_subject = filter_subject;
   spec.start_seq = std::max<uint64_t>(start_seq, 1);
@@ -162,7 +163,7 @@ core::Result<Walk> OpenWalk(core::NatsClient& client, const QueueInfo& q,
   spec.headers_only = headers_only;
   spec.at_most = state->messages;
   spec.replicas = state->configured;
-  auto b = core::nats_dlq::StreamBrowser::Open(client, spec);
+  auto b = platformctl::nats_dlq::StreamBrowser::Open(client, spec);
   if (!b) return b.error();
   w.browser = std::move(*b);
   return w;
@@ -186,7 +187,7 @@ bool ForEachInWalk(RunEnv& env, Walk& walk, RunSummary& summary, uint64_t& looke
   }
 }
 
-int Fail(RunEnv& env, const core::Error& e) {
+int Fail(RunEnv& env, const common::Error& e) {
   env.err << "platformctl: " << e.message << "\n";
   return e.kind == ErrorKind::kRetryable ? 3 : 1;
 }
@@ -248,9 +249,10 @@ int RunPurge(RunEnv& env, const QueueInfo& q, const Selection& sel, bool yes, bo
   ErasureFacts facts;
   EraseBatch eraser(env, q, summary, facts);
   ListSummary would;
-  core::Result<core::nats_admin::ReplicaSet> before =
+  common::Result<platformctl::nats_admin::ReplicaSet> before =
       yes ? ReplicasBefore(env, q)
-          : core::Result<core::nats_admin::ReplicaSet>(core::nats_admin::ReplicaSet{});
+          : common::Result<platformctl::nats_admin::ReplicaSet>(
+                platformctl::nats_admin::ReplicaSet{});
   Progress progress(env.err, env.progress);
   const auto start = Clock::now();
   uint64_t looked_at = 0;

@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "common/nats_client.h"
-#include "common/nats_dlq.h"
 #include "common/result.h"
 #include "common/stop_signal.h"
 #include "platformctl/dlq_replay.h"
 #include "platformctl/dlq_select.h"
 #include "platformctl/erasure_report.h"
+#include "platformctl/nats_dlq.h"
 
 namespace platformctl::dlq {
 
@@ -29,8 +29,8 @@ namespace platformctl::dlq {
 inline constexpr int kExitNotConfirmed = 4;
 
 struct RunEnv {
-  core::NatsClient& client;
-  core::StopFlag& stop;  // read between messages; WaitFor() paces
+  common::NatsClient& client;
+  common::StopFlag& stop;  // read between messages; WaitFor() paces
   std::ostream& out;
   std::ostream& err;
   bool progress = false;  // stdout and stderr are a terminal
@@ -44,28 +44,28 @@ int RunPurge(RunEnv& env, const QueueInfo& q, const Selection& sel, bool yes, bo
 
 // A walk over a DLQ up to its last sequence at the time of the call.
 struct Walk {
-  std::unique_ptr<core::nats_dlq::StreamBrowser> browser;
+  std::unique_ptr<platformctl::nats_dlq::StreamBrowser> browser;
   uint64_t end_seq = 0;
 };
-core::Result<Walk> OpenWalk(core::NatsClient& client, const QueueInfo& q,
-                            const std::string& filter_subject, uint64_t start_seq,
-                            int64_t start_time_ns, uint64_t end_seq_cap, bool headers_only);
+common::Result<Walk> OpenWalk(common::NatsClient& client, const QueueInfo& q,
+                              const std::string& filter_subject, uint64_t start_seq,
+                              int64_t start_time_ns, uint64_t end_seq_cap, bool headers_only);
 
 // Hands the walk's messages to `visit` in order until the walk ends (true), or false when a
 // stop request (recorded in `summary` as interrupted), a read error (recorded with its message)
 // or `visit` returning false ended it first. `looked_at` counts the messages read. A stop is
 // looked at before each read only, so what `visit` began for a message it finishes.
 bool ForEachInWalk(RunEnv& env, Walk& walk, RunSummary& summary, uint64_t& looked_at,
-                   const std::function<bool(core::nats_dlq::StoredMessage&)>& visit);
+                   const std::function<bool(platformctl::nats_dlq::StoredMessage&)>& visit);
 
 // Prints the error and returns the exit code for it (3 when NATS did not answer, else 1).
-int Fail(RunEnv& env, const core::Error& e);
+int Fail(RunEnv& env, const common::Error& e);
 
 inline constexpr const char* kInterrupted = "interrupted (SIGINT/SIGTERM)";
 // Messages published or erased per round of pipelined requests.
 inline constexpr size_t kBatch = 256;
 
-Entry EntryOf(const QueueInfo& q, const core::nats_dlq::StoredMessage& m);
+Entry EntryOf(const QueueInfo& q, const platformctl::nats_dlq::StoredMessage& m);
 double SecondsSince(std::chrono::steady_clock::time_point since);
 
 // Gathers DLQ messages and erases them a batch at a time (purge, erase), recording each
@@ -89,11 +89,11 @@ class EraseBatch {
 
 // The DLQ stream's replicas when an erasure begins (an error leaves them unknown: the report
 // then says so and the run exits 1).
-core::Result<core::nats_admin::ReplicaSet> ReplicasBefore(RunEnv& env, const QueueInfo& q);
+common::Result<platformctl::nats_admin::ReplicaSet> ReplicasBefore(RunEnv& env, const QueueInfo& q);
 // After the run: the replicas again (waiting a few seconds for the current ones to apply the
 // last erasures), the origin stream's count, and the report. Nothing erased: no waiting.
 ErasureReport FinishErasure(RunEnv& env, const QueueInfo& q,
-                            const core::Result<core::nats_admin::ReplicaSet>& before,
+                            const common::Result<platformctl::nats_admin::ReplicaSet>& before,
                             const ErasureFacts& facts);
 // The report in text after the summary, then the verdict ("<verb> partly done: exit code 1"
 // when the summary is incomplete or a replica did not erase); the exit code.

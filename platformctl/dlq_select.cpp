@@ -12,7 +12,7 @@
 namespace platformctl::dlq {
 namespace {
 
-using core::Error;
+using common::Error;
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -72,14 +72,14 @@ std::optional<Queue> ParseQueue(std::string_view text) {
 }
 
 QueueInfo InfoFor(Queue q) {
-  namespace t = core::topology;
+  namespace t = common::topology;
   if (q == Queue::kWeb) {
     return {q, "web", t::kWebDlq, t::kWebEvents, t::kWebDlqSubjectPrefix, "site"};
   }
   return {q, "api", t::kApiDlq, t::kApiMetrics, t::kApiDlqSubjectPrefix, "tenant"};
 }
 
-core::Result<int64_t> ParseRfc3339(std::string_view s) {
+common::Result<int64_t> ParseRfc3339(std::string_view s) {
   const auto bad = [&] {
     return Error::Invalid("'" + std::string(s) +
                           "' is not a time (RFC 3339, e.g. 2026-11-29T16:10:13Z) or a day "
@@ -143,7 +143,7 @@ core::Result<int64_t> ParseRfc3339(std::string_view s) {
   return (static_cast<int64_t>(t) - offset_s) * 1'000'000'000 + frac_ns;
 }
 
-core::Result<Bound> ParseBound(std::string_view text) {
+common::Result<Bound> ParseBound(std::string_view text) {
   Bound b;
   if (AllDigits(text)) {
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), b.seq);
@@ -170,7 +170,7 @@ std::string Printable(std::string_view s) {
 
 Entry MakeEntry(const QueueInfo& q, uint64_t seq, int64_t time_ns, std::string_view dlq_subject,
                 uint64_t size, const HeaderLookup& header) {
-  namespace dl = core::dead_letter;
+  namespace dl = common::dead_letter;
   Entry e;
   e.seq = seq;
   e.time_ns = time_ns;
@@ -190,7 +190,7 @@ Entry MakeEntry(const QueueInfo& q, uint64_t seq, int64_t time_ns, std::string_v
   return e;
 }
 
-core::Result<Selection> Selection::Parse(const Spec& spec) {
+common::Result<Selection> Selection::Parse(const Spec& spec) {
   Selection s;
   s.all_ = spec.all;
   if (spec.from) {
@@ -254,7 +254,7 @@ std::string Selection::Describe() const {
   std::string out;
   auto add = [&out](const std::string& part) { out += (out.empty() ? "" : " ") + part; };
   auto bound = [](const Bound& b) {
-    return b.is_time ? core::FormatRfc3339(b.time_ns) : std::to_string(b.seq);
+    return b.is_time ? common::FormatRfc3339(b.time_ns) : std::to_string(b.seq);
   };
   if (all_) add("--all");
   if (from_) add("--from " + bound(*from_));

@@ -38,8 +38,8 @@ struct Bound {
   uint64_t seq = 0;
   int64_t time_ns = 0;
 };
-core::Result<Bound> ParseBound(std::string_view text);
-core::Result<int64_t> ParseRfc3339(std::string_view text);  // unix ns
+common::Result<Bound> ParseBound(std::string_view text);
+common::Result<int64_t> ParseRfc3339(std::string_view text);  // unix ns
 
 // What list, replay and purge know about one DLQ message. Missing headers leave fields empty.
 struct Entry {
@@ -75,7 +75,7 @@ class Selection {
 
   // Invalid (with a message naming the option) when a bound does not parse, --from is after
   // --to, or the key is not a single subject token.
-  static core::Result<Selection> Parse(const Spec& spec);
+  static common::Result<Selection> Parse(const Spec& spec);
 
   // No option at all: list shows everything; replay and purge refuse.
   bool empty() const { return empty_; }

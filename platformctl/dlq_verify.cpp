@@ -7,14 +7,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/nats_admin.h"
-#include "common/nats_dlq.h"
+#include "platformctl/nats_admin.h"
+#include "platformctl/nats_dlq.h"
 
 namespace platformctl::dlq {
 namespace {
 
-using core::nats_admin::Replica;
-using core::nats_admin::ReplicaSet;
+using platformctl::nats_admin::Replica;
+using platformctl::nats_admin::ReplicaSet;
 using Clock = std::chrono::steady_clock;
 
 // Step-downs to try before giving up on a replica that never gets elected (an election picks
@@ -35,12 +35,12 @@ std::string Dump(const nlohmann::json& j) {
 }
 
 // Re-reads the replicas until `done` holds or `wait` passes; the last reading.
-core::Result<ReplicaSet> WaitReplicas(RunEnv& env, const QueueInfo& q,
-                                      const std::function<bool(const ReplicaSet&)>& done,
-                                      Clock::duration wait) {
+common::Result<ReplicaSet> WaitReplicas(RunEnv& env, const QueueInfo& q,
+                                        const std::function<bool(const ReplicaSet&)>& done,
+                                        Clock::duration wait) {
   const auto until = Clock::now() + wait;
   while (true) {
-    auto rs = core::nats_admin::ReadReplicas(env.client, q.dlq_stream);
+    auto rs = platformctl::nats_admin::ReadReplicas(env.client, q.dlq_stream);
     if (!rs) return rs;
     if (done(*rs) || Clock::now() >= until || env.stop.stopping()) return rs;
     env.stop.WaitFor(std::chrono::milliseconds(250));
@@ -58,14 +58,14 @@ bool Usable(const Replica& r) { return r.leader || (r.current && !r.offline); }
 }  // namespace
 
 int RunVerify(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs, bool json) {
-  auto rs = core::nats_admin::ReadReplicas(env.client, q.dlq_stream);
+  auto rs = platformctl::nats_admin::ReadReplicas(env.client, q.dlq_stream);
   if (!rs) return Fail(env, rs.error());
-  const core::Millis timeout(env.client.request_timeout_ms());
+  const common::Millis timeout(env.client.request_timeout_ms());
   std::map<std::string, Checked> checked;
   int moves = 0;
   std::string final_leader = rs->Leader();
-  auto check_leader = [&](const std::string& leader) -> core::Status {
-    auto got = core::nats_dlq::GetAll(env.client, q.dlq_stream, seqs, timeout);
+  auto check_leader = [&](const std::string& leader) -> common::Status {
+    auto got = platformctl::nats_dlq::GetAll(env.client, q.dlq_stream, seqs, timeout);
     Checked c;
     c.checked = true;
     for (size_t i = 0; i < got.size(); ++i) {
@@ -76,7 +76,7 @@ int RunVerify(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs
       }
     }
     checked[leader] = std::move(c);
-    return core::Status::Ok();
+    return common::Status::Ok();
   };
 
   if (!rs->raft) {
@@ -93,7 +93,7 @@ int RunVerify(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs
       const std::string leader = rs->Leader();
       if (!leader.empty() && !checked.count(leader)) {
         if (auto s = check_leader(leader); !s) return Fail(env, s.error());
-        auto again = core::nats_admin::ReadReplicas(env.client, q.dlq_stream);
+        auto again = platformctl::nats_admin::ReadReplicas(env.client, q.dlq_stream);
         if (!again) return Fail(env, again.error());
         if (again->Leader() != leader) checked.erase(leader);  // moved meanwhile: ask again
       }
@@ -102,7 +102,7 @@ int RunVerify(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs
         return !Usable(p) || checked.count(p.name) > 0;
       });
       if (all || moves >= max_moves || env.stop.stopping()) break;
-      if (auto s = core::nats_admin::StepDown(env.client, q.dlq_stream); !s) {
+      if (auto s = platformctl::nats_admin::StepDown(env.client, q.dlq_stream); !s) {
         return Fail(env, s.error());
       }
       ++moves;
@@ -191,7 +191,7 @@ int RunVerify(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs
 }
 
 int RunRebuild(RunEnv& env, const QueueInfo& q, const std::string& replica, bool yes, bool json) {
-  auto rs = core::nats_admin::ReadReplicas(env.client, q.dlq_stream);
+  auto rs = platformctl::nats_admin::ReadReplicas(env.client, q.dlq_stream);
   if (!rs) return Fail(env, rs.error());
   auto refuse = [&](const std::string& why) {
     env.err << "platformctl: dlq rebuild: " << why << "\n";
@@ -226,14 +226,14 @@ int RunRebuild(RunEnv& env, const QueueInfo& q, const std::string& replica, bool
   }
   const auto start = Clock::now();
   if (target->leader) {
-    if (auto s = core::nats_admin::StepDown(env.client, q.dlq_stream); !s)
+    if (auto s = platformctl::nats_admin::StepDown(env.client, q.dlq_stream); !s)
       return Fail(env, s.error());
     auto moved = WaitReplicas(
         env, q, [&](const ReplicaSet& r) { return !r.Leader().empty() && r.Leader() != replica; },
         kElectionWait);
     if (!moved) return Fail(env, moved.error());
   }
-  if (auto s = core::nats_admin::RemovePeer(env.client, q.dlq_stream, replica); !s) {
+  if (auto s = platformctl::nats_admin::RemovePeer(env.client, q.dlq_stream, replica); !s) {
     return Fail(env, s.error());
   }
   auto gone = WaitReplicas(
@@ -247,10 +247,11 @@ int RunRebuild(RunEnv& env, const QueueInfo& q, const std::string& replica, bool
   const int configured = rs->configured;
   if (static_cast<int>(gone->peers.size()) < configured) {
     // nats-server 2.9 adds a replica back only when the count changes: down by one, then up.
-    if (auto s = core::nats_admin::SetReplicas(env.client, q.dlq_stream, configured - 1); !s) {
+    if (auto s = platformctl::nats_admin::SetReplicas(env.client, q.dlq_stream, configured - 1);
+        !s) {
       return Fail(env, s.error());
     }
-    if (auto s = core::nats_admin::SetReplicas(env.client, q.dlq_stream, configured); !s) {
+    if (auto s = platformctl::nats_admin::SetReplicas(env.client, q.dlq_stream, configured); !s) {
       return Fail(env, s.error());
     }
   }

@@ -35,7 +35,7 @@ int RunErase(dlq::RunEnv& env, const Request& r, bool json) {
   dlq::Progress progress(env.err, env.progress);
   const auto start = Clock::now();
   uint64_t looked_at = 0;
-  dlq::ForEachInWalk(env, *walk, summary, looked_at, [&](core::nats_dlq::StoredMessage& m) {
+  dlq::ForEachInWalk(env, *walk, summary, looked_at, [&](platformctl::nats_dlq::StoredMessage& m) {
     std::string_view key = std::string_view(m.subject).substr(q.dlq_prefix.size());
     Match match = Matches(r, key, m.data);
     if (match == Match::kNo) return true;

@@ -9,8 +9,8 @@
 namespace platformctl::dlq {
 namespace {
 
-using core::nats_admin::Replica;
-using core::nats_admin::ReplicaSet;
+using platformctl::nats_admin::Replica;
+using platformctl::nats_admin::ReplicaSet;
 
 bool Current(const Replica& r) { return r.leader || (r.current && !r.offline && r.lag == 0); }
 
@@ -46,10 +46,10 @@ std::string FormatSeqRanges(const std::vector<uint64_t>& seqs) {
   return out;
 }
 
-core::Result<std::vector<uint64_t>> ParseSeqRanges(std::string_view text) {
+common::Result<std::vector<uint64_t>> ParseSeqRanges(std::string_view text) {
   auto bad = [&] {
-    return core::Error::Invalid("--seqs '" + Printable(text) +
-                                "' is not a list of DLQ sequences (e.g. 1-20,25,30-31)");
+    return common::Error::Invalid("--seqs '" + Printable(text) +
+                                  "' is not a list of DLQ sequences (e.g. 1-20,25,30-31)");
   };
   std::vector<uint64_t> out;
   if (text.empty()) return bad();
@@ -71,8 +71,8 @@ core::Result<std::vector<uint64_t>> ParseSeqRanges(std::string_view text) {
       return bad();
     }
     if (b - a >= kMaxVerifySeqs || out.size() + (b - a + 1) > kMaxVerifySeqs) {
-      return core::Error::Invalid("--seqs names more than " + std::to_string(kMaxVerifySeqs) +
-                                  " sequences");
+      return common::Error::Invalid("--seqs names more than " + std::to_string(kMaxVerifySeqs) +
+                                    " sequences");
     }
     for (uint64_t s = a; s <= b; ++s) out.push_back(s);
   }

@@ -29,16 +29,16 @@
 #include <string_view>
 #include <vector>
 
-#include "common/nats_admin.h"
 #include "common/result.h"
 #include "platformctl/dlq_select.h"
+#include "platformctl/nats_admin.h"
 
 namespace platformctl::dlq {
 
 // "1-20,25,30-31" for sorted, distinct sequences; and back (at most kMaxVerifySeqs of them).
 std::string FormatSeqRanges(const std::vector<uint64_t>& sorted_seqs);
 inline constexpr uint64_t kMaxVerifySeqs = 10'000'000;
-core::Result<std::vector<uint64_t>> ParseSeqRanges(std::string_view text);
+common::Result<std::vector<uint64_t>> ParseSeqRanges(std::string_view text);
 
 // The origins of the erased DLQ messages, per origin stream (from Sa-Dlq-Stream and
 // Sa-Dlq-Stream-Seq).
@@ -81,8 +81,9 @@ struct ErasureReport {
 // before / after: the DLQ stream's replicas when the run began and after it (re-read until
 // the current ones have no lag). origin_messages: each origin stream's message count now (a
 // stream missing from it: unknown).
-ErasureReport MakeErasureReport(const QueueInfo& q, const core::nats_admin::ReplicaSet& before,
-                                const core::nats_admin::ReplicaSet& after,
+ErasureReport MakeErasureReport(const QueueInfo& q,
+                                const platformctl::nats_admin::ReplicaSet& before,
+                                const platformctl::nats_admin::ReplicaSet& after,
                                 const ErasureFacts& facts,
                                 const std::map<std::string, uint64_t>& origin_messages);
 

@@ -17,9 +17,9 @@
 
 namespace platformctl {
 
-using core::backlog::StreamReading;
-using core::metrics::Family;
-using core::metrics::Gauge;
+using common::metrics::Family;
+using common::metrics::Gauge;
+using platformctl::backlog::StreamReading;
 
 namespace {
 
@@ -36,7 +36,7 @@ const std::vector<std::string> kConsumer = {"stream", "consumer"};
 
 }  // namespace
 
-StreamGauges::StreamGauges(core::metrics::Registry& r)
+StreamGauges::StreamGauges(common::metrics::Registry& r)
     : messages_(r.AddGauge("jetstream_stream_messages",
                            H("Messages held by the stream (pending and unacked together)."),
                            kStream)),
@@ -119,7 +119,7 @@ void StreamGauges::Record(const std::vector<StreamReading>& readings, double rea
     const Key s{r.name};
     streams.insert(s);
     read_at = std::max(read_at, r.read_at_ns);
-    auto view = core::backlog::Compute(std::nullopt, r);
+    auto view = platformctl::backlog::Compute(std::nullopt, r);
     messages_.With(s).Set(static_cast<double>(r.messages));
     bytes_.With(s).Set(static_cast<double>(r.bytes));
     first_seq_.With(s).Set(static_cast<double>(r.first_seq));
@@ -153,7 +153,7 @@ void StreamGauges::Record(const std::vector<StreamReading>& readings, double rea
   Blank(gone_streams, gone_consumers);
   streams_seen_.insert(streams.begin(), streams.end());
   consumers_seen_.insert(consumers.begin(), consumers.end());
-  if (read_at == 0) read_at = core::NowUnixNs();  // no streams at all: the reading still counts
+  if (read_at == 0) read_at = common::NowUnixNs();  // no streams at all: the reading still counts
   last_read_ns_ = read_at;
   read_ts_.Set(Seconds(read_at));
   read_seconds_.Set(read_seconds);
@@ -178,25 +178,25 @@ int64_t StreamGauges::last_read_ns() const {
   return last_read_ns_;
 }
 
-int ServeStreams(const core::CommonConfig& common, const ExporterOptions& options) {
+int ServeStreams(const common::CommonConfig& common, const ExporterOptions& options) {
   // A service logs at the configured level (platformctl's commands quieten "info" to "warn").
   spdlog::set_level(spdlog::level::from_str(common.log_level));
-  core::StopSignal stop;  // before the NATS connection starts its threads
+  common::StopSignal stop;  // before the NATS connection starts its threads
 
-  core::metrics::Registry registry;
+  common::metrics::Registry registry;
   StreamGauges gauges(registry);
   // /healthz answers from the start, 503 until NATS is reached; the connection is declared
   // before the server, so the server (and its callbacks) goes first.
-  std::unique_ptr<core::NatsClient> nats;
-  std::atomic<core::NatsClient*> connected{nullptr};
+  std::unique_ptr<common::NatsClient> nats;
+  std::atomic<common::NatsClient*> connected{nullptr};
   std::mutex read_mu;    // one reading at a time, even with concurrent scrapes
   bool failing = false;  // guarded by read_mu: log when readings start and stop failing
   auto read_once = [&]() {
-    core::NatsClient* n = connected.load();
+    common::NatsClient* n = connected.load();
     if (n == nullptr) return;  // not connected yet: nothing read, no failure counted
     std::lock_guard lock(read_mu);
     auto start = std::chrono::steady_clock::now();
-    auto readings = ReadStreams(*n, options.only, core::Millis(0));
+    auto readings = ReadStreams(*n, options.only, common::Millis(0));
     double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!readings) {
       if (!failing) spdlog::warn("cannot read JetStream: {}", readings.error().message);
@@ -214,31 +214,31 @@ int ServeStreams(const core::CommonConfig& common, const ExporterOptions& option
   // Healthy while readings are fresh: three missed periods (or 30 s, whichever is longer) mean
   // JetStream stopped answering us. Per scrape there is no period: the connection decides.
   const auto stale_after_ns = std::max<int64_t>(3 * options.interval.count(), 30'000) * 1'000'000;
-  core::MetricsServer server(registry, [&]() {
-    core::Health h;
+  common::MetricsServer server(registry, [&]() {
+    common::Health h;
     if (per_scrape) {
-      core::NatsClient* n = connected.load();
+      common::NatsClient* n = connected.load();
       h.ok = n != nullptr && n->Connected();
       h.detail = std::string("nats: ") + (h.ok ? "connected" : "not connected") + "\n";
       return h;
     }
     int64_t last = gauges.last_read_ns();
-    h.ok = last > 0 && core::NowUnixNs() - last < stale_after_ns;
-    h.detail = last > 0 ? "last reading " + core::FormatRfc3339(last) + "\n" : "no reading yet\n";
+    h.ok = last > 0 && common::NowUnixNs() - last < stale_after_ns;
+    h.detail = last > 0 ? "last reading " + common::FormatRfc3339(last) + "\n" : "no reading yet\n";
     return h;
   });
   if (auto st = server.Start(options.listen); !st) {
     spdlog::critical("--serve {}: {}", options.listen, st.error().message);
     return kExitUsage;
   }
-  spdlog::info(
-      "serving JetStream stream and consumer gauges on {} ({})", options.listen,
-      per_scrape ? "read on every scrape" : "read every " + core::FormatDuration(options.interval));
+  spdlog::info("serving JetStream stream and consumer gauges on {} ({})", options.listen,
+               per_scrape ? "read on every scrape"
+                          : "read every " + common::FormatDuration(options.interval));
 
-  core::NatsClient::Options o;
+  common::NatsClient::Options o;
   o.client_name = "platformctl-exporter@" + common.instance;
   o.retry_until_stopped = &stop;  // a long-running service: wait for NATS like the others do
-  auto client = core::NatsClient::Connect(common, o);
+  auto client = common::NatsClient::Connect(common, o);
   if (!client) {
     if (stop.stopping()) return kExitOk;             // SIGTERM before NATS answered
     spdlog::critical("{}", client.error().message);  // a TLS file nats.c cannot load
@@ -246,7 +246,7 @@ int ServeStreams(const core::CommonConfig& common, const ExporterOptions& option
   }
   nats = std::move(*client);
   connected = nats.get();
-  core::NatsStopGuard nats_stop(*nats, stop);
+  common::NatsStopGuard nats_stop(*nats, stop);
   if (per_scrape) {
     while (!stop.WaitFor(std::chrono::seconds(1))) {
     }

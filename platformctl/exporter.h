@@ -18,25 +18,26 @@
 #include <utility>
 #include <vector>
 
-#include "common/backlog.h"
 #include "common/config.h"
 #include "common/metrics.h"
+#include "platformctl/backlog.h"
 
 namespace platformctl {
 
 struct ExporterOptions {
-  std::string listen;             // host:port of /metrics and /healthz
-  std::vector<std::string> only;  // stream names; empty = every stream on the server
-  core::Millis interval{10'000};  // between readings; 0 = one reading per scrape
+  std::string listen;               // host:port of /metrics and /healthz
+  std::vector<std::string> only;    // stream names; empty = every stream on the server
+  common::Millis interval{10'000};  // between readings; 0 = one reading per scrape
 };
 
 class StreamGauges {
  public:
-  explicit StreamGauges(core::metrics::Registry& registry);
+  explicit StreamGauges(common::metrics::Registry& registry);
 
   // One successful reading of every stream. A stream or consumer seen before but absent now
   // (deleted) reads NaN: the registry cannot drop a series, and a stale number would lie.
-  void Record(const std::vector<core::backlog::StreamReading>& readings, double read_seconds);
+  void Record(const std::vector<platformctl::backlog::StreamReading>& readings,
+              double read_seconds);
   void RecordFailure();
 
   // Unix ns of the last successful reading (0 = none yet).
@@ -50,34 +51,35 @@ class StreamGauges {
   int64_t last_read_ns_ = 0;
   std::set<Key> streams_seen_;
   std::set<Key> consumers_seen_;
-  std::vector<std::pair<core::metrics::Family<core::metrics::Gauge>*, bool>> all_;  // per_consumer
+  std::vector<std::pair<common::metrics::Family<common::metrics::Gauge>*, bool>>
+      all_;  // per_consumer
 
-  core::metrics::Family<core::metrics::Gauge>& messages_;
-  core::metrics::Family<core::metrics::Gauge>& bytes_;
-  core::metrics::Family<core::metrics::Gauge>& first_seq_;
-  core::metrics::Family<core::metrics::Gauge>& last_seq_;
-  core::metrics::Family<core::metrics::Gauge>& removed_;
-  core::metrics::Family<core::metrics::Gauge>& oldest_ts_;
-  core::metrics::Family<core::metrics::Gauge>& oldest_age_;
-  core::metrics::Family<core::metrics::Gauge>& consumer_count_;
-  core::metrics::Family<core::metrics::Gauge>& pending_;
-  core::metrics::Family<core::metrics::Gauge>& unacked_;
-  core::metrics::Family<core::metrics::Gauge>& max_ack_pending_;
-  core::metrics::Family<core::metrics::Gauge>& redelivered_;
-  core::metrics::Family<core::metrics::Gauge>& delivered_seq_;
-  core::metrics::Family<core::metrics::Gauge>& ack_floor_seq_;
-  core::metrics::Family<core::metrics::Gauge>& last_delivered_ts_;
-  core::metrics::Family<core::metrics::Gauge>& last_ack_ts_;
-  core::metrics::Family<core::metrics::Gauge>& waiting_pulls_;
-  core::metrics::Gauge& read_ts_;
-  core::metrics::Gauge& read_seconds_;
-  core::metrics::Gauge& read_ok_;
-  core::metrics::Counter& read_failures_;
+  common::metrics::Family<common::metrics::Gauge>& messages_;
+  common::metrics::Family<common::metrics::Gauge>& bytes_;
+  common::metrics::Family<common::metrics::Gauge>& first_seq_;
+  common::metrics::Family<common::metrics::Gauge>& last_seq_;
+  common::metrics::Family<common::metrics::Gauge>& removed_;
+  common::metrics::Family<common::metrics::Gauge>& oldest_ts_;
+  common::metrics::Family<common::metrics::Gauge>& oldest_age_;
+  common::metrics::Family<common::metrics::Gauge>& consumer_count_;
+  common::metrics::Family<common::metrics::Gauge>& pending_;
+  common::metrics::Family<common::metrics::Gauge>& unacked_;
+  common::metrics::Family<common::metrics::Gauge>& max_ack_pending_;
+  common::metrics::Family<common::metrics::Gauge>& redelivered_;
+  common::metrics::Family<common::metrics::Gauge>& delivered_seq_;
+  common::metrics::Family<common::metrics::Gauge>& ack_floor_seq_;
+  common::metrics::Family<common::metrics::Gauge>& last_delivered_ts_;
+  common::metrics::Family<common::metrics::Gauge>& last_ack_ts_;
+  common::metrics::Family<common::metrics::Gauge>& waiting_pulls_;
+  common::metrics::Gauge& read_ts_;
+  common::metrics::Gauge& read_seconds_;
+  common::metrics::Gauge& read_ok_;
+  common::metrics::Counter& read_failures_;
 };
 
 // Connects with the shared configuration (retrying until NATS answers), serves /metrics and
 // /healthz on options.listen and reads JetStream until SIGTERM/SIGINT. Returns an exit code
 // (kExitOk, kExitUsage when the endpoint cannot listen).
-int ServeStreams(const core::CommonConfig& common, const ExporterOptions& options);
+int ServeStreams(const common::CommonConfig& common, const ExporterOptions& options);
 
 }  // namespace platformctl

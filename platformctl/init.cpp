@@ -1,11 +1,11 @@
 #include "platformctl/init.h"
 
 #include "common/dead_letter.h"
-#include "common/nats_admin.h"
+#include "platformctl/nats_admin.h"
 
 namespace platformctl {
 
-using core::topology::StreamPlan;
+using common::topology::StreamPlan;
 
 bool InitReport::changed() const {
   for (const auto& l : lines) {
@@ -25,34 +25,34 @@ bool InitReport::failed() const {
   return false;
 }
 
-InitReport Init(core::NatsClient& client, const core::TopologyConfig& config, bool dry_run) {
+InitReport Init(common::NatsClient& client, const common::TopologyConfig& config, bool dry_run) {
   InitReport report;
-  report.max_payload = core::nats_admin::MaxPayload(client);
+  report.max_payload = platformctl::nats_admin::MaxPayload(client);
   report.server = client.ConnectedUrl();
-  report.work_queue_max_size = core::topology::WorkQueueMaxMsgSize(report.max_payload);
+  report.work_queue_max_size = common::topology::WorkQueueMaxMsgSize(report.max_payload);
   if (report.work_queue_max_size <= 0) {
     report.error = "the server's max payload (" + std::to_string(report.max_payload) +
                    " bytes) leaves no room for the " +
-                   std::to_string(core::dead_letter::kHeaderRoom) +
+                   std::to_string(common::dead_letter::kHeaderRoom) +
                    " bytes of dead-letter headers: raise max_payload in its configuration";
     return report;
   }
-  for (const auto& want : core::topology::Desired(config, report.max_payload)) {
+  for (const auto& want : common::topology::Desired(config, report.max_payload)) {
     InitLine line;
     line.name = want.bucket.empty() ? want.name : "KV " + want.bucket;
-    auto have = core::nats_admin::ReadSettings(client, want.name);
+    auto have = platformctl::nats_admin::ReadSettings(client, want.name);
     if (!have) {
       line.error = have.error().message;
       report.lines.push_back(std::move(line));
       continue;
     }
-    line.plan = core::topology::PlanStream(want, *have);
+    line.plan = common::topology::PlanStream(want, *have);
     if (!dry_run) {
-      core::Status s;
+      common::Status s;
       if (line.plan.action == StreamPlan::Action::kCreate)
-        s = core::nats_admin::Create(client, want);
+        s = platformctl::nats_admin::Create(client, want);
       if (line.plan.action == StreamPlan::Action::kUpdate)
-        s = core::nats_admin::Update(client, want);
+        s = platformctl::nats_admin::Update(client, want);
       if (!s) line.error = s.error().message;
     }
     report.lines.push_back(std::move(line));
@@ -67,7 +67,7 @@ void PrintInit(const InitReport& report, bool dry_run, std::ostream& out) {
   }
   out << "max payload " << report.max_payload << " bytes (" << report.server
       << "): work-queue streams take messages up to " << report.work_queue_max_size
-      << " bytes, leaving " << core::dead_letter::kHeaderRoom
+      << " bytes, leaving " << common::dead_letter::kHeaderRoom
       << " for the headers of their dead-letter copy\n";
   for (const auto& l : report.lines) {
     out << l.name << ": ";
@@ -80,7 +80,7 @@ void PrintInit(const InitReport& report, bool dry_run, std::ostream& out) {
     else if (dry_run && l.plan.action == StreamPlan::Action::kUpdate)
       out << "would be updated";
     else
-      out << core::topology::ActionName(l.plan.action);
+      out << common::topology::ActionName(l.plan.action);
     std::string sep = l.plan.action == StreamPlan::Action::kConflict ? ", left as it is: " : ": ";
     for (size_t i = 0; i < l.plan.changes.size(); ++i) {
       out << (i == 0 ? sep : "; ") << l.plan.changes[i];

@@ -15,7 +15,7 @@ namespace platformctl {
 
 struct InitLine {
   std::string name;  // stream name, or "KV <bucket>"
-  core::topology::StreamPlan plan;
+  common::topology::StreamPlan plan;
   std::string error;  // set when applying the plan failed
 };
 
@@ -32,7 +32,7 @@ struct InitReport {
 // Reads the server's max payload and each stream, plans, applies (unless dry_run) and reports. A
 // conflicting stream is reported and left as it is. The work-queue streams get a max_msg_size
 // below the max payload by dead_letter::kHeaderRoom (see topology::Desired).
-InitReport Init(core::NatsClient& client, const core::TopologyConfig& config, bool dry_run);
+InitReport Init(common::NatsClient& client, const common::TopologyConfig& config, bool dry_run);
 
 void PrintInit(const InitReport& report, bool dry_run, std::ostream& out);
 

@@ -6,10 +6,10 @@
 #include <iterator>
 #include <thread>
 
-#include "common/nats_admin_request.h"
 #include "common/nats_kv.h"
 #include "common/timefmt.h"
 #include "common/topology.h"
+#include "platformctl/nats_admin_request.h"
 
 namespace platformctl {
 
@@ -17,31 +17,31 @@ namespace {
 const char* const kServices[] = {"replayer", "metricswriter"};
 }
 
-core::Result<std::vector<LeaderView>> ReadLeaders(core::NatsClient& client) {
+common::Result<std::vector<LeaderView>> ReadLeaders(common::NatsClient& client) {
   // In a cluster a direct get goes to any replica of KV_locks: one that is paused (SIGSTOP) or
   // just died still takes its share of them for a while and never answers. Those keys are
   // asked again (another replica answers) within the cluster patience.
-  core::nats_admin::Patience patience;
-  auto bucket = core::KvBucket::Bind(client, core::topology::kLocksBucket);
-  while (!bucket && bucket.error().kind == core::ErrorKind::kRetryable) {
+  platformctl::nats_admin::Patience patience;
+  auto bucket = common::KvBucket::Bind(client, common::topology::kLocksBucket);
+  while (!bucket && bucket.error().kind == common::ErrorKind::kRetryable) {
     auto delay = patience.NextDelay();
     if (!delay) return bucket.error();
     std::this_thread::sleep_for(*delay);
-    bucket = core::KvBucket::Bind(client, core::topology::kLocksBucket);
+    bucket = common::KvBucket::Bind(client, common::topology::kLocksBucket);
   }
   if (!bucket) return bucket.error();
   patience.Progress();
   const std::vector<std::string> keys(std::begin(kServices), std::end(kServices));
-  std::vector<core::Result<std::optional<core::KvValue>>> got = (*bucket)->GetMany(keys);
+  std::vector<common::Result<std::optional<common::KvValue>>> got = (*bucket)->GetMany(keys);
   while (true) {
     std::vector<size_t> again;
     for (size_t i = 0; i < got.size(); ++i) {
-      if (!got[i] && got[i].error().kind == core::ErrorKind::kRetryable) again.push_back(i);
+      if (!got[i] && got[i].error().kind == common::ErrorKind::kRetryable) again.push_back(i);
     }
     if (again.empty()) break;
     auto delay = patience.NextDelay();
     if (!delay) {
-      core::Error e = got[again.front()].error();
+      common::Error e = got[again.front()].error();
       e.message += " (gave up after " + std::to_string(patience.waited().count() / 1000) + " s)";
       return e;
     }
@@ -58,7 +58,7 @@ core::Result<std::vector<LeaderView>> ReadLeaders(core::NatsClient& client) {
     if (!got[i]) return got[i].error();
     if (*got[i]) {
       v.revision = (*got[i])->revision;
-      v.holder = core::LeaseHolder::FromJson((*got[i])->value);
+      v.holder = common::LeaseHolder::FromJson((*got[i])->value);
       if (!v.holder) v.raw = (*got[i])->value;
     }
     views.push_back(std::move(v));
@@ -76,8 +76,8 @@ void PrintLeadersText(const std::vector<LeaderView>& views, int64_t now_unix_ms,
     if (v.holder) {
       double held = static_cast<double>(now_unix_ms - v.holder->acquired_unix_ms) / 1000.0;
       out << std::setw(44) << v.holder->Describe() << std::setw(26)
-          << core::FormatRfc3339(v.holder->acquired_unix_ms * 1'000'000)
-          << core::HumanSeconds(held < 0 ? 0 : held) << "\n";
+          << common::FormatRfc3339(v.holder->acquired_unix_ms * 1'000'000)
+          << common::HumanSeconds(held < 0 ? 0 : held) << "\n";
     } else if (!v.raw.empty()) {
       out << "unreadable lease value (" << v.raw.size() << " bytes): not written by this version\n";
     } else {
@@ -95,13 +95,14 @@ void PrintLeadersJson(const std::vector<LeaderView>& views, int64_t now_unix_ms,
       j["leader"] = {{"instance", v.holder->instance},
                      {"host", v.holder->host},
                      {"pid", v.holder->pid},
-                     {"since", core::FormatRfc3339(v.holder->acquired_unix_ms * 1'000'000)},
+                     {"since", common::FormatRfc3339(v.holder->acquired_unix_ms * 1'000'000)},
                      {"held_seconds", (now_unix_ms - v.holder->acquired_unix_ms) / 1000.0},
                      {"revision", v.revision}};
     }
     arr.push_back(std::move(j));
   }
-  out << nlohmann::json{{"leaders", arr}, {"read_at", core::FormatRfc3339(now_unix_ms * 1'000'000)}}
+  out << nlohmann::json{{"leaders", arr},
+                        {"read_at", common::FormatRfc3339(now_unix_ms * 1'000'000)}}
              .dump()
       << "\n";
 }

@@ -16,12 +16,12 @@ namespace platformctl {
 
 struct LeaderView {
   std::string service;
-  std::optional<core::LeaseHolder> holder;  // none: nobody leads
-  std::string raw;                          // the value when it is not a holder record
+  std::optional<common::LeaseHolder> holder;  // none: nobody leads
+  std::string raw;                            // the value when it is not a holder record
   uint64_t revision = 0;
 };
 
-core::Result<std::vector<LeaderView>> ReadLeaders(core::NatsClient& client);
+common::Result<std::vector<LeaderView>> ReadLeaders(common::NatsClient& client);
 void PrintLeadersText(const std::vector<LeaderView>& views, int64_t now_unix_ms, std::ostream& out);
 void PrintLeadersJson(const std::vector<LeaderView>& views, int64_t now_unix_ms, std::ostream& out);
 

@@ -1,4 +1,4 @@
 #include "common/version.h"
 #include "platformctl/app.h"
 
-int main(int argc, char** argv) { return platformctl::Main(argc, argv, core::Version()); }
+int main(int argc, char** argv) { return platformctl::Main(argc, argv, common::Version()); }

@@ -9,10 +9,10 @@
 namespace platformctl {
 
 int Migrate(const std::string& database_url, std::ostream& out, std::ostream& err) {
-  core::pg::PgConn::Options options;
+  common::pg::PgConn::Options options;
   options.application_name = "platformctl";
   options.statement_timeout = std::chrono::milliseconds(0);  // a migration may take a while
-  auto conn = core::pg::PgConn::Connect(database_url, options);
+  auto conn = common::pg::PgConn::Connect(database_url, options);
   if (!conn.ok()) {
     err << "platformctl: cannot reach the database: " << conn.error().message << "\n";
     return kExitNoDatabase;

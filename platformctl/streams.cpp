@@ -6,22 +6,22 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "common/nats_admin.h"
 #include "common/timefmt.h"
 #include "common/topology.h"
+#include "platformctl/nats_admin.h"
 
 namespace platformctl {
 
-using core::backlog::StreamReading;
-using core::backlog::StreamView;
+using platformctl::backlog::StreamReading;
+using platformctl::backlog::StreamView;
 
 namespace {
 
 // Our streams first, in the order an operator reads them, then the rest by name.
 std::vector<std::string> Order(std::vector<std::string> names) {
-  static const std::vector<std::string> kFirst = {core::topology::kWebEvents,
-                                                  core::topology::kApiMetrics,
-                                                  core::topology::kWebDlq, core::topology::kApiDlq};
+  static const std::vector<std::string> kFirst = {
+      common::topology::kWebEvents, common::topology::kApiMetrics, common::topology::kWebDlq,
+      common::topology::kApiDlq};
   auto rank = [](const std::string& n) {
     auto it = std::find(kFirst.begin(), kFirst.end(), n);
     return it == kFirst.end() ? kFirst.size() : static_cast<size_t>(it - kFirst.begin());
@@ -57,31 +57,31 @@ nlohmann::json Opt(const std::optional<double>& v) {
 }
 
 nlohmann::json Ts(int64_t ns) {
-  return ns > 0 ? nlohmann::json(core::FormatRfc3339(ns)) : nlohmann::json(nullptr);
+  return ns > 0 ? nlohmann::json(common::FormatRfc3339(ns)) : nlohmann::json(nullptr);
 }
 
 }  // namespace
 
-core::Result<std::vector<StreamReading>> ReadStreams(core::NatsClient& client,
-                                                     const std::vector<std::string>& only,
-                                                     core::Millis patience) {
+common::Result<std::vector<StreamReading>> ReadStreams(common::NatsClient& client,
+                                                       const std::vector<std::string>& only,
+                                                       common::Millis patience) {
   std::vector<std::string> names = only;
   if (names.empty()) {
-    auto all = core::nats_admin::StreamNames(client, patience);
+    auto all = platformctl::nats_admin::StreamNames(client, patience);
     if (!all) return all.error();
     names = *all;
   }
   std::vector<StreamReading> out;
   for (const auto& n : Order(names)) {
-    auto r = core::nats_admin::ReadStream(client, n, patience);
+    auto r = platformctl::nats_admin::ReadStream(client, n, patience);
     if (!r) return r.error();
     out.push_back(std::move(*r));
   }
   return out;
 }
 
-core::Result<std::vector<StreamView>> CollectStreams(core::NatsClient& client,
-                                                     const StreamsOptions& options) {
+common::Result<std::vector<StreamView>> CollectStreams(common::NatsClient& client,
+                                                       const StreamsOptions& options) {
   auto first = ReadStreams(client, options.only);
   if (!first) return first.error();
   std::optional<std::vector<StreamReading>> second;
@@ -96,9 +96,9 @@ core::Result<std::vector<StreamView>> CollectStreams(core::NatsClient& client,
   std::vector<StreamView> views;
   for (size_t i = 0; i < first->size(); ++i) {
     if (second)
-      views.push_back(core::backlog::Compute((*first)[i], (*second)[i]));
+      views.push_back(platformctl::backlog::Compute((*first)[i], (*second)[i]));
     else
-      views.push_back(core::backlog::Compute(std::nullopt, (*first)[i]));
+      views.push_back(platformctl::backlog::Compute(std::nullopt, (*first)[i]));
   }
   return views;
 }
@@ -109,7 +109,7 @@ void PrintStreamsText(const std::vector<StreamView>& views, std::ostream& out) {
     return;
   }
   const auto& v0 = views.front();
-  out << "read from JetStream at " << core::FormatRfc3339(v0.now.read_at_ns);
+  out << "read from JetStream at " << common::FormatRfc3339(v0.now.read_at_ns);
   if (v0.interval_seconds)
     out << "; rates over " << Rate(v0.interval_seconds) << "s";
   else
@@ -120,14 +120,14 @@ void PrintStreamsText(const std::vector<StreamView>& views, std::ostream& out) {
                 "BYTES", "OLDEST", "AGE", "IN/s", "OUT/s", "TIME-TO-CLEAR");
   out << line;
   for (const auto& v : views) {
-    std::string clear = v.time_to_clear_seconds ? core::HumanSeconds(*v.time_to_clear_seconds)
+    std::string clear = v.time_to_clear_seconds ? common::HumanSeconds(*v.time_to_clear_seconds)
                         : v.in_rate             ? "not draining"
                                                 : "-";
     std::snprintf(line, sizeof(line), "%-20s %10llu %10s  %-24s %9s %8s %8s  %s\n",
                   v.now.name.c_str(), static_cast<unsigned long long>(v.now.messages),
                   Bytes(v.now.bytes).c_str(),
-                  v.oldest_ns ? core::FormatRfc3339(*v.oldest_ns).c_str() : "-",
-                  v.oldest_age_seconds ? core::HumanSeconds(*v.oldest_age_seconds).c_str() : "-",
+                  v.oldest_ns ? common::FormatRfc3339(*v.oldest_ns).c_str() : "-",
+                  v.oldest_age_seconds ? common::HumanSeconds(*v.oldest_age_seconds).c_str() : "-",
                   Rate(v.in_rate).c_str(), Rate(v.out_rate).c_str(), clear.c_str());
     out << line;
     for (const auto& c : v.consumers) {
@@ -145,7 +145,7 @@ void PrintStreamsText(const std::vector<StreamView>& views, std::ostream& out) {
           static_cast<long long>(c.now.max_ack_pending),
           static_cast<unsigned long long>(c.now.redelivered), Rate(c.delivery_rate).c_str(),
           Rate(c.ack_rate).c_str(),
-          c.now.last_acked_ns > 0 ? core::FormatRfc3339(c.now.last_acked_ns).c_str() : "never");
+          c.now.last_acked_ns > 0 ? common::FormatRfc3339(c.now.last_acked_ns).c_str() : "never");
       out << line;
       if (c.saturated) out << "  SATURATED (unacked at max ack pending)";
       if (c.wedged) out << "  WEDGED (unacked held, no ack over the interval)";
@@ -158,7 +158,7 @@ void PrintStreamsJson(const std::vector<StreamView>& views, std::ostream& out) {
   nlohmann::json root;
   root["streams"] = nlohmann::json::array();
   if (!views.empty()) {
-    root["read_at"] = core::FormatRfc3339(views.front().now.read_at_ns);
+    root["read_at"] = common::FormatRfc3339(views.front().now.read_at_ns);
     root["interval_seconds"] = Opt(views.front().interval_seconds);
   }
   for (const auto& v : views) {
@@ -168,13 +168,13 @@ void PrintStreamsJson(const std::vector<StreamView>& views, std::ostream& out) {
     s["bytes"] = v.now.bytes;
     s["first_seq"] = v.now.first_seq;
     s["last_seq"] = v.now.last_seq;
-    s["oldest_ts"] = v.oldest_ns ? nlohmann::json(core::FormatRfc3339(*v.oldest_ns)) : nullptr;
+    s["oldest_ts"] = v.oldest_ns ? nlohmann::json(common::FormatRfc3339(*v.oldest_ns)) : nullptr;
     s["oldest_age_seconds"] = Opt(v.oldest_age_seconds);
     s["in_rate"] = Opt(v.in_rate);
     s["out_rate"] = Opt(v.out_rate);
     s["time_to_clear_seconds"] = Opt(v.time_to_clear_seconds);
     s["draining"] = v.draining;
-    s["read_at"] = core::FormatRfc3339(v.now.read_at_ns);
+    s["read_at"] = common::FormatRfc3339(v.now.read_at_ns);
     s["consumers"] = nlohmann::json::array();
     for (const auto& c : v.consumers) {
       nlohmann::json j;

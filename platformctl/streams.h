@@ -11,28 +11,30 @@
 #include <string>
 #include <vector>
 
-#include "common/backlog.h"
-#include "common/nats_admin_request.h"
 #include "common/nats_client.h"
 #include "common/result.h"
+#include "platformctl/backlog.h"
+#include "platformctl/nats_admin_request.h"
 
 namespace platformctl {
 
 struct StreamsOptions {
   std::vector<std::string> only;  // stream names; empty = every stream on the server
-  core::Millis interval{2000};    // 0 = one reading, no rates
+  common::Millis interval{2000};  // 0 = one reading, no rates
 };
 
-core::Result<std::vector<core::backlog::StreamView>> CollectStreams(core::NatsClient& client,
-                                                                    const StreamsOptions& options);
+common::Result<std::vector<platformctl::backlog::StreamView>> CollectStreams(
+    common::NatsClient& client, const StreamsOptions& options);
 
 // One reading of the named streams (empty = every stream on the server), ours first. Also used
 // by the exporter (exporter.h), with no patience: one try per request, so a scrape is answered.
-core::Result<std::vector<core::backlog::StreamReading>> ReadStreams(
-    core::NatsClient& client, const std::vector<std::string>& only,
-    core::Millis patience = core::nats_admin::kClusterPatience);
+common::Result<std::vector<platformctl::backlog::StreamReading>> ReadStreams(
+    common::NatsClient& client, const std::vector<std::string>& only,
+    common::Millis patience = platformctl::nats_admin::kClusterPatience);
 
-void PrintStreamsText(const std::vector<core::backlog::StreamView>& views, std::ostream& out);
-void PrintStreamsJson(const std::vector<core::backlog::StreamView>& views, std::ostream& out);
+void PrintStreamsText(const std::vector<platformctl::backlog::StreamView>& views,
+                      std::ostream& out);
+void PrintStreamsJson(const std::vector<platformctl::backlog::StreamView>& views,
+                      std::ostream& out);
 
 }  // namespace platformctl

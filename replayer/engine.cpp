@@ -32,7 +32,7 @@ CoreConfig CoreConfigOf(const ReplayerConfig& c) {
   return k;
 }
 
-PubOutcome OutcomeOf(const core::Status& st) {
+PubOutcome OutcomeOf(const common::Status& st) {
   if (st) return {};
   const std::string& m = st.error().message;
   // The server refuses a message over its max payload or a stream's max message size:
@@ -46,7 +46,7 @@ PubOutcome OutcomeOf(const core::Status& st) {
 
 }  // namespace
 
-ReplayerConfig ReadReplayerConfig(core::ConfigReader& r) {
+ReplayerConfig ReadReplayerConfig(common::ConfigReader& r) {
   ReplayerConfig c;
   c.umami_urls = r.UrlList("UMAMI_URLS", "http://127.0.0.1:3000", {"http", "https"});
   c.workers = static_cast<int>(r.Int("REPLAYER_WORKERS", c.workers, 1, 4096));
@@ -56,13 +56,13 @@ ReplayerConfig ReadReplayerConfig(core::ConfigReader& r) {
   c.max_bytes_in_flight =
       r.Int("REPLAYER_MAX_BYTES_IN_FLIGHT", c.max_bytes_in_flight, 1 << 20, int64_t{1} << 40);
   c.ack_wait =
-      r.Duration("REPLAYER_ACK_WAIT", c.ack_wait, core::Millis(3000), core::Millis(600'000));
-  c.send_timeout =
-      r.Duration("REPLAYER_SEND_TIMEOUT", c.send_timeout, core::Millis(100), core::Millis(120'000));
+      r.Duration("REPLAYER_ACK_WAIT", c.ack_wait, common::Millis(3000), common::Millis(600'000));
+  c.send_timeout = r.Duration("REPLAYER_SEND_TIMEOUT", c.send_timeout, common::Millis(100),
+                              common::Millis(120'000));
   return c;
 }
 
-Engine::State::State(core::NatsClient& n, ReplayerConfig c, ReplayerMetrics& mm)
+Engine::State::State(common::NatsClient& n, ReplayerConfig c, ReplayerMetrics& mm)
     : nats(n), cfg(std::move(c)), m(mm), core(CoreConfigOf(cfg)) {
   for (const auto& url : cfg.umami_urls) {
     send_urls.push_back(url + "/api/send");
@@ -70,7 +70,7 @@ Engine::State::State(core::NatsClient& n, ReplayerConfig c, ReplayerMetrics& mm)
   }
 }
 
-Engine::Engine(core::NatsClient& nats, ReplayerConfig config, ReplayerMetrics& metrics)
+Engine::Engine(common::NatsClient& nats, ReplayerConfig config, ReplayerMetrics& metrics)
     : s_(std::make_unique<State>(nats, std::move(config), metrics)) {}
 
 Engine::~Engine() {
@@ -80,26 +80,26 @@ Engine::~Engine() {
   s_->publisher.reset();
 }
 
-core::Status Engine::Start() {
+common::Status Engine::Start() {
   auto& s = *s_;
-  core::ConsumerSpec spec;
-  spec.stream = core::topology::kWebEvents;
+  common::ConsumerSpec spec;
+  spec.stream = common::topology::kWebEvents;
   spec.durable = "replayer";
-  spec.filter_subject = std::string(core::topology::kWebEventsSubjectPrefix) + "*";
+  spec.filter_subject = std::string(common::topology::kWebEventsSubjectPrefix) + "*";
   spec.ack_wait = s.cfg.ack_wait;
   // Above the in-flight limit, so the server never stops delivering before we do.
   spec.max_ack_pending = s.cfg.max_in_flight + 100;
-  auto consumer = core::PullConsumer::Bind(s.nats, spec);
+  auto consumer = common::PullConsumer::Bind(s.nats, spec);
   if (!consumer) return consumer.error();
   s.consumer = std::move(*consumer);
-  auto stored = core::KvBucket::Bind(s.nats, core::topology::kStoredIdsBucket);
+  auto stored = common::KvBucket::Bind(s.nats, common::topology::kStoredIdsBucket);
   if (!stored) return stored.error();
   s.stored_ids = std::move(*stored);
-  auto visits = core::KvBucket::Bind(s.nats, core::topology::kVisitStateBucket);
+  auto visits = common::KvBucket::Bind(s.nats, common::topology::kVisitStateBucket);
   if (!visits) return visits.error();
   s.visit_bucket = std::move(*visits);
   if (!s.acks_nats) {
-    core::NatsClient::Options o;
+    common::NatsClient::Options o;
     o.client_name = "replayer acks";
     o.send_asap = false;
     o.request_timeout_ms = s.nats.request_timeout_ms();
@@ -108,7 +108,7 @@ core::Status Engine::Start() {
     s.acks_nats = std::move(*acks);
   }
   auto publisher =
-      core::AsyncPublisher::Create(*s.acks_nats, [this](uint64_t tag, const core::Status& st) {
+      common::AsyncPublisher::Create(*s.acks_nats, [this](uint64_t tag, const common::Status& st) {
         if (tag == 0) {
           if (!st) spdlog::warn("visit state not saved: {}", st.error().message);
           return;
@@ -119,10 +119,10 @@ core::Status Engine::Start() {
   if (!publisher) return publisher.error();
   s.publisher = std::move(*publisher);
   for (const auto& url : s.cfg.umami_urls) s.m.process_up.With({url}).Set(0);
-  return core::Status::Ok();
+  return common::Status::Ok();
 }
 
-void Engine::Run(core::StopFlag& stop) {
+void Engine::Run(common::StopFlag& stop) {
   auto& s = *s_;
   s.workers = std::make_unique<Workers>(*s.consumer, *s.stored_ids, *s.visit_bucket, s.inbox,
                                         [&s] { s.http.Wakeup(); });
@@ -291,13 +291,13 @@ void Engine::State::ExecuteCommand(Command& c) {
           freed.push_back(std::move(it->second));
           messages.erase(it);
         } else if constexpr (std::is_same_v<T, PutGuardCmd>) {
-          core::OutMessage put;
-          put.subject = "$KV." + std::string(core::topology::kStoredIdsBucket) + "." + cmd.key;
+          common::OutMessage put;
+          put.subject = "$KV." + std::string(common::topology::kStoredIdsBucket) + "." + cmd.key;
           put.data = std::move(cmd.value);
           Publish(put, cmd.pub_id);
         } else if constexpr (std::is_same_v<T, PutVisitCmd>) {
-          core::OutMessage put;
-          put.subject = "$KV." + std::string(core::topology::kVisitStateBucket) + "." + cmd.key;
+          common::OutMessage put;
+          put.subject = "$KV." + std::string(common::topology::kVisitStateBucket) + "." + cmd.key;
           put.data = std::move(cmd.value);
           Publish(put, 0);
         } else if constexpr (std::is_same_v<T, DeadLetterCmd>) {
@@ -306,11 +306,11 @@ void Engine::State::ExecuteCommand(Command& c) {
             failed_now.push_back({cmd.pub_id, {PubOutcome::Kind::kFailed, "message not held"}});
             return;
           }
-          const core::Message& msg = it->second;
-          core::dead_letter::Origin origin{std::string(msg.subject()), msg.stream(),
-                                           msg.stream_seq(), std::string(msg.data()),
-                                           msg.AllHeaders()};
-          Publish(core::dead_letter::Build(origin, cmd.reason, cmd.detail), cmd.pub_id);
+          const common::Message& msg = it->second;
+          common::dead_letter::Origin origin{std::string(msg.subject()), msg.stream(),
+                                             msg.stream_seq(), std::string(msg.data()),
+                                             msg.AllHeaders()};
+          Publish(common::dead_letter::Build(origin, cmd.reason, cmd.detail), cmd.pub_id);
         } else if constexpr (std::is_same_v<T, ArmTimerCmd>) {
           wake_at = cmd.at;
         }
@@ -318,7 +318,7 @@ void Engine::State::ExecuteCommand(Command& c) {
       c);
 }
 
-void Engine::State::Publish(const core::OutMessage& msg, uint64_t tag) {
+void Engine::State::Publish(const common::OutMessage& msg, uint64_t tag) {
   if (auto st = publisher->Publish(msg, tag); !st) {
     if (tag == 0) {
       spdlog::warn("visit state not saved: {}", st.error().message);

@@ -33,25 +33,25 @@ struct ReplayerConfig {
   int max_in_flight = 900;                   // messages held
   int64_t max_bytes_in_flight = 64ll << 20;  // bytes held (payload and headers)
   int64_t max_message_bytes = 1ll << 20;     // the server's max payload (read at start)
-  core::Millis ack_wait{30'000};
-  core::Millis send_timeout{30'000};
-  core::Millis check_cache{3'000};
+  common::Millis ack_wait{30'000};
+  common::Millis send_timeout{30'000};
+  common::Millis check_cache{3'000};
   int fetch_batch = 100;
 };
 
-ReplayerConfig ReadReplayerConfig(core::ConfigReader& r);
+ReplayerConfig ReadReplayerConfig(common::ConfigReader& r);
 
 class Engine {
  public:
-  Engine(core::NatsClient& nats, ReplayerConfig config, ReplayerMetrics& metrics);
+  Engine(common::NatsClient& nats, ReplayerConfig config, ReplayerMetrics& metrics);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
   // Binds the consumer and the buckets. Start-up errors (no stream, no bucket) come back here.
-  core::Status Start();
+  common::Status Start();
   // Runs until stop.stopping(), then finishes or releases what it holds.
-  void Run(core::StopFlag& stop);
+  void Run(common::StopFlag& stop);
 
  private:
   struct State;

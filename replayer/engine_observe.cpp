@@ -37,7 +37,7 @@ void Engine::State::Observe(const Note& n) {
       break;
     case Note::Kind::kStored: {
       m.stored.Inc();
-      double now_s = static_cast<double>(core::NowUnixNs()) / 1e9;
+      double now_s = static_cast<double>(common::NowUnixNs()) / 1e9;
       m.last_stored_timestamp.Set(now_s);
       m.age_at_store_seconds.Observe(now_s - static_cast<double>(n.accepted_at_ms) / 1000.0);
       break;

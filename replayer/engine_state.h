@@ -27,29 +27,29 @@ constexpr uint64_t kCheckTag = 1ULL << 63;
 // The engine thread's state. Two members are touched by other threads, and both are safe for
 // it: `inbox` (an Inbox) and `http.Wakeup()`.
 struct Engine::State {
-  State(core::NatsClient& n, ReplayerConfig c, ReplayerMetrics& mm);
+  State(common::NatsClient& n, ReplayerConfig c, ReplayerMetrics& mm);
 
-  core::NatsClient& nats;
+  common::NatsClient& nats;
   ReplayerConfig cfg;
   ReplayerMetrics& m;
   EngineCore core;
   std::vector<std::string> send_urls;
-  std::vector<core::metrics::Histogram*> send_seconds;  // per process, looked up once
-  std::unique_ptr<core::PullConsumer> consumer;
-  std::unique_ptr<core::KvBucket> stored_ids;
-  std::unique_ptr<core::KvBucket> visit_bucket;
+  std::vector<common::metrics::Histogram*> send_seconds;  // per process, looked up once
+  std::unique_ptr<common::PullConsumer> consumer;
+  std::unique_ptr<common::KvBucket> stored_ids;
+  std::unique_ptr<common::KvBucket> visit_bucket;
   // Guard records and acks of stored events: many small writes, so a connection of their own
   // that coalesces them (send_asap off: nats.c's flusher writes about once a millisecond)
   // instead of one write each on the shared connection. Outlives the publisher that uses it.
-  std::unique_ptr<core::NatsClient> acks_nats;
-  std::unique_ptr<core::AsyncPublisher> publisher;  // reset first in ~Engine: see there
+  std::unique_ptr<common::NatsClient> acks_nats;
+  std::unique_ptr<common::AsyncPublisher> publisher;  // reset first in ~Engine: see there
   HttpPool http;
   Inbox inbox;
   std::unique_ptr<Workers> workers;  // while Run() runs
 
-  std::unordered_map<Ref, core::Message> messages;
+  std::unordered_map<Ref, common::Message> messages;
   Output out;
-  std::vector<core::Message> freed;  // released together: see Execute()
+  std::vector<common::Message> freed;  // released together: see Execute()
   TimePoint wake_at{};
   std::vector<PubDone> failed_now;  // publishes refused before they left: fed back next turn
   TimePoint last_fetch_warn{}, last_lookup_warn{};
@@ -59,7 +59,7 @@ struct Engine::State {
   void ExecuteCommand(Command& c);
   void DrainInbox();
   void OnHttp(HttpResponse r);
-  void Publish(const core::OutMessage& msg, uint64_t tag);
+  void Publish(const common::OutMessage& msg, uint64_t tag);
   void UpdateGauges();
   // engine_observe.cpp
   void Observe(const Note& n);

@@ -6,7 +6,7 @@
 
 namespace replayer {
 namespace {
-constexpr core::Millis kFetchWait{500};
+constexpr common::Millis kFetchWait{500};
 }  // namespace
 
 void Inbox::Put(Fetched f) {
@@ -32,8 +32,8 @@ Inbox::Batch Inbox::Take() {
   return out;
 }
 
-Workers::Workers(core::PullConsumer& consumer, core::KvBucket& stored_ids, core::KvBucket& visits,
-                 Inbox& inbox, std::function<void()> wake)
+Workers::Workers(common::PullConsumer& consumer, common::KvBucket& stored_ids,
+                 common::KvBucket& visits, Inbox& inbox, std::function<void()> wake)
     : consumer_(consumer),
       stored_ids_(stored_ids),
       visits_(visits),
@@ -96,7 +96,7 @@ void Workers::FetchLoop() {
           bytes += static_cast<int64_t>(k.size() + v.size() + 4);
         }
         d.bytes = bytes;
-        d.replayed = msg.Header(core::dead_letter::kReplay).has_value();
+        d.replayed = msg.Header(common::dead_letter::kReplay).has_value();
         d.subject = std::string(msg.subject());
         // Parsing is pure and the costliest step of the intake: done here, beside the engine.
         d.parsed = Parse(msg.data(), msg.Header("Nats-Msg-Id").value_or(""));
@@ -123,7 +123,7 @@ void Workers::LookupLoop() {
         lookups_.pop_front();
       }
     }
-    auto answer = [](const core::Result<std::optional<core::KvValue>>& r) {
+    auto answer = [](const common::Result<std::optional<common::KvValue>>& r) {
       if (!r) return Lookup::kError;
       return r->has_value() ? Lookup::kFound : Lookup::kAbsent;
     };

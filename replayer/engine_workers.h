@@ -24,7 +24,7 @@ namespace replayer {
 
 // A fetched batch: the messages stay with the shell, the deliveries go to the core.
 struct Fetched {
-  std::vector<core::Message> messages;
+  std::vector<common::Message> messages;
   std::vector<Delivery> deliveries;  // one per message, same order
   std::string error;
 };
@@ -71,7 +71,7 @@ class Inbox {
 
 class Workers {
  public:
-  Workers(core::PullConsumer& consumer, core::KvBucket& stored_ids, core::KvBucket& visits,
+  Workers(common::PullConsumer& consumer, common::KvBucket& stored_ids, common::KvBucket& visits,
           Inbox& inbox, std::function<void()> wake);
   ~Workers();
   Workers(const Workers&) = delete;
@@ -85,9 +85,9 @@ class Workers {
   void FetchLoop();
   void LookupLoop();
 
-  core::PullConsumer& consumer_;
-  core::KvBucket& stored_ids_;
-  core::KvBucket& visits_;
+  common::PullConsumer& consumer_;
+  common::KvBucket& stored_ids_;
+  common::KvBucket& visits_;
   Inbox& inbox_;
   std::function<void()> wake_;
   std::mutex mu_;

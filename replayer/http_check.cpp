@@ -38,25 +38,25 @@ bool IsValidHeaderName(std::string_view name) {
   return true;
 }
 
-core::Status CheckRequest(const HttpRequest& request) {
+common::Status CheckRequest(const HttpRequest& request) {
   // A URL comes from the configuration, but a space or control in it would still split the
   // request line: refused the same way.
   for (char ch : request.url) {
     auto c = static_cast<unsigned char>(ch);
     if (c <= 0x20 || c == 0x7f)
-      return core::Error::Invalid("the URL holds a space or control character (" + Hex(c) +
-                                  "); not sent");
+      return common::Error::Invalid("the URL holds a space or control character (" + Hex(c) +
+                                    "); not sent");
   }
   for (const auto& [name, value] : request.headers) {
     if (!IsValidHeaderName(name))
-      return core::Error::Invalid("a header name is not an HTTP token; not sent");
+      return common::Error::Invalid("a header name is not an HTTP token; not sent");
     size_t at = FirstControl(value, true);
     if (at != std::string_view::npos)
-      return core::Error::Invalid("header " + name + " holds a control character (" +
-                                  Hex(static_cast<unsigned char>(value[at])) + " at byte " +
-                                  std::to_string(at) + "); not sent");
+      return common::Error::Invalid("header " + name + " holds a control character (" +
+                                    Hex(static_cast<unsigned char>(value[at])) + " at byte " +
+                                    std::to_string(at) + "); not sent");
   }
-  return core::Status::Ok();
+  return common::Status::Ok();
 }
 
 }  // namespace replayer

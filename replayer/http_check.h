@@ -22,6 +22,6 @@ bool IsValidHeaderValue(std::string_view value);
 // A field name: a non-empty token (RFC 9110 §5.1).
 bool IsValidHeaderName(std::string_view name);
 // kInvalid naming the first offending header (by name, never echoing the value) or the URL.
-core::Status CheckRequest(const HttpRequest& request);
+common::Status CheckRequest(const HttpRequest& request);
 
 }  // namespace replayer

@@ -22,7 +22,7 @@ constexpr uint64_t kFdMask = 0xffffffffU;
 
 }  // namespace
 
-HttpPoolOptions ReadHttpPoolOptions(core::ConfigReader& reader) {
+HttpPoolOptions ReadHttpPoolOptions(common::ConfigReader& reader) {
   HttpPoolOptions o;
   if (reader.OneOf("REPLAYER_HTTP_CLIENT", "raw", {"raw", "curl"}) == "curl")
     o.http_client = HttpClient::kCurl;
@@ -52,7 +52,7 @@ struct HttpPool::Impl {
 namespace {
 
 HttpPoolOptions FromProcess() {
-  auto reader = core::ConfigReader::FromProcess();
+  auto reader = common::ConfigReader::FromProcess();
   HttpPoolOptions o = ReadHttpPoolOptions(reader);
   reader.Finish();  // a bad value was reported at start-up already (service.cpp)
   return o;

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace core {
+namespace common {
 class ConfigReader;
 }
 
@@ -53,11 +53,11 @@ struct HttpPoolOptions {
 // The pool's settings from the environment: REPLAYER_HTTP_CLIENT (a benchmark and diagnostic
 // knob: "raw", the default, or "curl") and UMAMI_CA_FILE (a readable PEM file; unset: the
 // system's CAs). Bad values are reported through `reader`.
-HttpPoolOptions ReadHttpPoolOptions(core::ConfigReader& reader);
+HttpPoolOptions ReadHttpPoolOptions(common::ConfigReader& reader);
 
 class HttpPool {
  public:
-  // ReadHttpPoolOptions() of the process environment. Throws core::ConfigError on a bad value
+  // ReadHttpPoolOptions() of the process environment. Throws common::ConfigError on a bad value
   // (RunService reads them first, with the other variables, so it never does there).
   HttpPool();
   explicit HttpPool(HttpPoolOptions options);

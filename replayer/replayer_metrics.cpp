@@ -3,10 +3,10 @@
 namespace replayer {
 
 namespace {
-std::string H(const char* text) { return core::metrics::CountsSinceStart(text); }
+std::string H(const char* text) { return common::metrics::CountsSinceStart(text); }
 }  // namespace
 
-ReplayerMetrics::ReplayerMetrics(core::metrics::Registry& r)
+ReplayerMetrics::ReplayerMetrics(common::metrics::Registry& r)
     : fetched(r.AddCounter("replayer_messages_fetched_total",
                            H("Messages fetched from WEB_EVENTS, redeliveries included."))
                   .Get()),
@@ -72,7 +72,7 @@ ReplayerMetrics::ReplayerMetrics(core::metrics::Registry& r)
                         .Get()),
       send_seconds(r.AddHistogram("replayer_send_duration_seconds",
                                   "Duration of POST /api/send, by Umami process.",
-                                  core::metrics::ExponentialBuckets(0.001, 2, 14), {"process"})),
+                                  common::metrics::ExponentialBuckets(0.001, 2, 14), {"process"})),
       age_at_store_seconds(
           r.AddHistogram(
                "replayer_event_age_at_store_seconds",

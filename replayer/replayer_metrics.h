@@ -11,30 +11,30 @@
 namespace replayer {
 
 struct ReplayerMetrics {
-  explicit ReplayerMetrics(core::metrics::Registry& r);
+  explicit ReplayerMetrics(common::metrics::Registry& r);
 
-  core::metrics::Counter& fetched;
-  core::metrics::Counter& redeliveries_received;
-  core::metrics::Counter& stored;
-  core::metrics::Family<core::metrics::Counter>& dead_lettered;  // {reason}
-  core::metrics::Counter& duplicates_skipped;
-  core::metrics::Counter& dropped_by_umami;
-  core::metrics::Family<core::metrics::Counter>& send_failures;  // {process, class}
-  core::metrics::Counter& outage_retries;
-  core::metrics::Counter& write_fault_retries;
-  core::metrics::Family<core::metrics::Gauge>& process_up;   // {process}
-  core::metrics::Family<core::metrics::Gauge>& write_fault;  // {process}
-  core::metrics::Gauge& held;
-  core::metrics::Gauge& held_bytes;
-  core::metrics::Family<core::metrics::Counter>& tokens_ignored;        // {process}
-  core::metrics::Family<core::metrics::Counter>& dlq_publish_failures;  // {cause}
-  core::metrics::Gauge& sending;
-  core::metrics::Gauge& lanes_active;
-  core::metrics::Gauge& lanes_blocked;
-  core::metrics::Family<core::metrics::Histogram>& send_seconds;  // {process}
-  core::metrics::Histogram& age_at_store_seconds;
-  core::metrics::Gauge& last_stored_timestamp;
-  core::metrics::Gauge& nats_connected;
+  common::metrics::Counter& fetched;
+  common::metrics::Counter& redeliveries_received;
+  common::metrics::Counter& stored;
+  common::metrics::Family<common::metrics::Counter>& dead_lettered;  // {reason}
+  common::metrics::Counter& duplicates_skipped;
+  common::metrics::Counter& dropped_by_umami;
+  common::metrics::Family<common::metrics::Counter>& send_failures;  // {process, class}
+  common::metrics::Counter& outage_retries;
+  common::metrics::Counter& write_fault_retries;
+  common::metrics::Family<common::metrics::Gauge>& process_up;   // {process}
+  common::metrics::Family<common::metrics::Gauge>& write_fault;  // {process}
+  common::metrics::Gauge& held;
+  common::metrics::Gauge& held_bytes;
+  common::metrics::Family<common::metrics::Counter>& tokens_ignored;        // {process}
+  common::metrics::Family<common::metrics::Counter>& dlq_publish_failures;  // {cause}
+  common::metrics::Gauge& sending;
+  common::metrics::Gauge& lanes_active;
+  common::metrics::Gauge& lanes_blocked;
+  common::metrics::Family<common::metrics::Histogram>& send_seconds;  // {process}
+  common::metrics::Histogram& age_at_store_seconds;
+  common::metrics::Gauge& last_stored_timestamp;
+  common::metrics::Gauge& nats_connected;
 };
 
 // The reason label of a dead-letter: the reason sentence itself is bounded (we write them all).

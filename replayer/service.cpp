@@ -21,14 +21,14 @@ namespace replayer {
 
 namespace {
 
-core::ServiceUsage Usage() {
-  core::ServiceUsage u;
+common::ServiceUsage Usage() {
+  common::ServiceUsage u;
   u.name = "replayer";
   u.description =
       "replayer: drains the WEB_EVENTS stream into Umami (POST /api/send), each event stored "
       "once or dead-lettered to WEB_DLQ with its reason; serves /metrics and /healthz.";
-  u.read_config = [](core::ConfigReader& r) {
-    core::ReadCommonConfig(r, "0.0.0.0:9464");
+  u.read_config = [](common::ConfigReader& r) {
+    common::ReadCommonConfig(r, "0.0.0.0:9464");
     ReadReplayerConfig(r);
   };
   u.exit_codes =
@@ -40,30 +40,30 @@ core::ServiceUsage Usage() {
 }  // namespace
 
 int RunService(int argc, char** argv, const std::string& version) {
-  if (auto rc = core::HandleServiceArguments(argc, argv, Usage(), version)) return *rc;
-  core::StopSignal stop;  // first: blocks SIGTERM/SIGINT before any thread starts
-  core::NatsLibraryGuard nats_guard;
-  auto reader = core::ConfigReader::FromProcess();
-  auto common = core::ReadCommonConfig(reader, "0.0.0.0:9464");
+  if (auto rc = common::HandleServiceArguments(argc, argv, Usage(), version)) return *rc;
+  common::StopSignal stop;  // first: blocks SIGTERM/SIGINT before any thread starts
+  common::NatsLibraryGuard nats_guard;
+  auto reader = common::ConfigReader::FromProcess();
+  auto common = common::ReadCommonConfig(reader, "0.0.0.0:9464");
   auto config = ReadReplayerConfig(reader);
   (void)ReadHttpPoolOptions(reader);  // read again by the engine's HttpPool: checked here
   try {
     reader.Finish();
-  } catch (const core::ConfigError& e) {
+  } catch (const common::ConfigError& e) {
     std::cerr << "replayer: " << e.what() << "\n";
     return 2;
   }
-  core::SetUpLogging("replayer", common.log_level, common.log_format);
+  common::SetUpLogging("replayer", common.log_level, common.log_format);
 
-  core::metrics::Registry registry;
+  common::metrics::Registry registry;
   ReplayerMetrics metrics(registry);
   // /healthz answers from the start, 503 until NATS is reached. The connection is declared
   // before the server, so the server (and its health callback) goes first.
-  std::unique_ptr<core::NatsClient> nats;
-  std::atomic<core::NatsClient*> connected{nullptr};
-  core::MetricsServer server(registry, [&]() {
-    core::Health h;
-    core::NatsClient* n = connected.load();
+  std::unique_ptr<common::NatsClient> nats;
+  std::atomic<common::NatsClient*> connected{nullptr};
+  common::MetricsServer server(registry, [&]() {
+    common::Health h;
+    common::NatsClient* n = connected.load();
     h.ok = n != nullptr && n->Connected();
     h.detail = std::string("nats: ") + (h.ok ? "connected" : "not connected") + "\n";
     return h;
@@ -78,10 +78,10 @@ int RunService(int argc, char** argv, const std::string& version) {
       version, config.umami_urls.size(), config.workers, config.max_in_flight,
       common.metrics_listen);
 
-  core::NatsClient::Options options;
+  common::NatsClient::Options options;
   options.client_name = "replayer@" + common.instance;
   options.retry_until_stopped = &stop;
-  auto client = core::NatsClient::Connect(common, options);
+  auto client = common::NatsClient::Connect(common, options);
   if (!client) {
     if (stop.stopping()) {
       spdlog::info("replayer stopped before NATS could be reached");
@@ -92,15 +92,16 @@ int RunService(int argc, char** argv, const std::string& version) {
   }
   nats = std::move(*client);
   connected = nats.get();
-  core::NatsStopGuard nats_stop(*nats, stop);
+  common::NatsStopGuard nats_stop(*nats, stop);
 
   // One leadership term at a time: only the holder of the `replayer` lease consumes. A term
   // ends on SIGTERM or the moment the lease is lost; the engine then stops fetching and
   // releases what it holds, and this instance goes back to waiting for the lease.
-  core::LeaseKeeper lease(*nats, "replayer", core::ThisProcessHolder(common.instance), registry);
+  common::LeaseKeeper lease(*nats, "replayer", common::ThisProcessHolder(common.instance),
+                            registry);
   lease.Start();
   while (lease.WaitForLeadership(stop)) {
-    core::StopFlag term(&stop);
+    common::StopFlag term(&stop);
     lease.BindTerm(&term);
     {
       Engine engine(*nats, config, metrics);

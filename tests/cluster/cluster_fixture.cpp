@@ -4,7 +4,7 @@
 #include <chrono>
 #include <set>
 
-#include "common/nats_admin.h"
+#include "platformctl/nats_admin.h"
 #include "tests/metricswriter/harness.h"
 #include "tests/support/metrics_scrape.h"
 #include "tests/support/nats_cluster.h"
@@ -51,14 +51,14 @@ std::string ClusterFixture::Urls(const std::vector<int>& nodes) const {
   return out;
 }
 
-std::unique_ptr<core::NatsClient> ClusterFixture::Connect(const std::vector<int>& nodes,
-                                                          const std::string& name) {
-  core::CommonConfig c;
+std::unique_ptr<common::NatsClient> ClusterFixture::Connect(const std::vector<int>& nodes,
+                                                            const std::string& name) {
+  common::CommonConfig c;
   for (int j : nodes) c.nats_urls.push_back(stack.NatsUrl(j));
-  core::NatsClient::Options o;
+  common::NatsClient::Options o;
   o.client_name = name;
   o.request_timeout_ms = 2000;  // a publish into an election is retried, not waited out
-  auto conn = core::NatsClient::Connect(c, o);
+  auto conn = common::NatsClient::Connect(c, o);
   if (!conn) FAIL("connect to NATS: " << conn.error().message);
   return std::move(*conn);
 }
@@ -103,10 +103,10 @@ void ClusterFixture::StartWriter(const std::string& nats_url,
                stack.dir() + "/" + env["INSTANCE_NAME"] + "-metricswriter.log");
 }
 
-core::backlog::StreamReading ClusterFixture::Read(const std::string& stream) {
+platformctl::backlog::StreamReading ClusterFixture::Read(const std::string& stream) {
   auto deadline = Clock::now() + std::chrono::seconds(30);
   while (true) {
-    auto r = core::nats_admin::ReadStream(*client, stream);
+    auto r = platformctl::nats_admin::ReadStream(*client, stream);
     if (r) return *r;
     if (Clock::now() >= deadline) FAIL("read " << stream << ": " << r.error().message);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -114,7 +114,7 @@ core::backlog::StreamReading ClusterFixture::Read(const std::string& stream) {
 }
 
 bool ClusterFixture::WaitDrained(const std::string& stream, int timeout_ms) {
-  auto drained = [&](const core::backlog::StreamReading& r) {
+  auto drained = [&](const platformctl::backlog::StreamReading& r) {
     if (r.messages != 0) return false;
     for (const auto& c : r.consumers) {
       if (c.unacked != 0 || c.pending != 0) return false;
@@ -209,7 +209,7 @@ std::string ClusterFixture::Logs() const {
   return out;
 }
 
-Load::Load(core::NatsClient& client, std::vector<std::string> sites, Plan plan)
+Load::Load(common::NatsClient& client, std::vector<std::string> sites, Plan plan)
     : client_(client), sites_(std::move(sites)), plan_(std::move(plan)) {
   thread_ = std::thread([this] { Run(); });
 }
@@ -240,7 +240,7 @@ void Load::Run() {
     } else {
       event = int64_t{events} * plan_.batches <= int64_t{batches} * plan_.events;
     }
-    core::OutMessage m;
+    common::OutMessage m;
     if (event) {
       testsupport::TestEvent e;
       e.visitor = events % kVisitors;

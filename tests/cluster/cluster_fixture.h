@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/backlog.h"
 #include "common/nats_client.h"
+#include "platformctl/backlog.h"
 #include "tests/support/test_stack.h"
 
 namespace cluster_test {
@@ -39,7 +39,8 @@ class ClusterFixture {
   // "nats://127.0.0.1:p1,nats://127.0.0.1:p2" for the given nodes.
   std::string Urls(const std::vector<int>& nodes) const;
   // A client of the given nodes only (the nodes do not advertise each other).
-  std::unique_ptr<core::NatsClient> Connect(const std::vector<int>& nodes, const std::string& name);
+  std::unique_ptr<common::NatsClient> Connect(const std::vector<int>& nodes,
+                                              const std::string& name);
 
   // The services, each with NATS_URL = nats_url.
   void StartReplayer(const std::string& nats_url,
@@ -48,7 +49,7 @@ class ClusterFixture {
                    const std::map<std::string, std::string>& extra = {});
 
   // A stream's state; retried while the cluster elects a leader (FAILs after 30 s).
-  core::backlog::StreamReading Read(const std::string& stream);
+  platformctl::backlog::StreamReading Read(const std::string& stream);
   // Waits until the stream holds nothing and none of its consumers has anything pending or
   // unacked; on timeout WARNs the state and the services' log tails.
   bool WaitDrained(const std::string& stream, int timeout_ms);
@@ -72,7 +73,7 @@ class ClusterFixture {
   std::string Logs() const;
 
   testsupport::TestStack stack;
-  std::unique_ptr<core::NatsClient> client;  // the test's own connection (every node)
+  std::unique_ptr<common::NatsClient> client;  // the test's own connection (every node)
   std::vector<std::string> sites;
   Service replayer;
   Service writer;
@@ -91,7 +92,7 @@ class Load {
     double seconds = 0;
     int points = 3;
   };
-  Load(core::NatsClient& client, std::vector<std::string> sites, Plan plan);
+  Load(common::NatsClient& client, std::vector<std::string> sites, Plan plan);
   ~Load();  // joins
   Load(const Load&) = delete;
   Load& operator=(const Load&) = delete;
@@ -107,7 +108,7 @@ class Load {
 
  private:
   void Run();
-  core::NatsClient& client_;
+  common::NatsClient& client_;
   std::vector<std::string> sites_;
   Plan plan_;
   std::vector<std::string> event_ids_;

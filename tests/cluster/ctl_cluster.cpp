@@ -27,7 +27,7 @@ struct MsgDeleter {
 };
 
 // One raw JetStream API request; the answer's body, or "" when none came.
-std::string Request(core::NatsClient& client, const std::string& subject, int timeout_ms) {
+std::string Request(common::NatsClient& client, const std::string& subject, int timeout_ms) {
   natsMsg* raw = nullptr;
   natsStatus s = natsConnection_RequestString(&raw, client.conn(), subject.c_str(), "", timeout_ms);
   std::unique_ptr<natsMsg, MsgDeleter> reply(raw);
@@ -64,27 +64,27 @@ Run Cluster::Ctl(const std::string& args) {
   return r;
 }
 
-std::unique_ptr<core::NatsClient> Cluster::Connect(int skip) {
-  core::CommonConfig c;
+std::unique_ptr<common::NatsClient> Cluster::Connect(int skip) {
+  common::CommonConfig c;
   for (int j = 1; j <= stack.nats_nodes(); ++j) {
     if (j != skip) c.nats_urls.push_back(stack.NatsUrl(j));
   }
-  core::NatsClient::Options o;
+  common::NatsClient::Options o;
   o.client_name = "ctl-cluster-test";
   o.request_timeout_ms = 2000;
-  auto client = core::NatsClient::Connect(c, o);
+  auto client = common::NatsClient::Connect(c, o);
   if (!client) FAIL("connect to NATS: " << client.error().message);
   return std::move(*client);
 }
 
-int Cluster::LeaderOf(core::NatsClient& client, const std::string& stream) {
+int Cluster::LeaderOf(common::NatsClient& client, const std::string& stream) {
   auto j =
       nlohmann::json::parse(Request(client, "$JS.API.STREAM.INFO." + stream, 2000), nullptr, false);
   if (!j.is_object() || !j.contains("cluster")) return 0;
   return testsupport::NodeOfServer(j["cluster"].value("leader", ""));
 }
 
-std::vector<std::string> Cluster::Consumers(core::NatsClient& client, const std::string& stream) {
+std::vector<std::string> Cluster::Consumers(common::NatsClient& client, const std::string& stream) {
   auto until = Clock::now() + std::chrono::seconds(30);
   std::string last;
   while (Clock::now() < until) {
@@ -103,7 +103,7 @@ std::vector<std::string> Cluster::Consumers(core::NatsClient& client, const std:
   return {};
 }
 
-bool Cluster::WaitAllCurrent(core::NatsClient& client, const std::vector<std::string>& streams) {
+bool Cluster::WaitAllCurrent(common::NatsClient& client, const std::vector<std::string>& streams) {
   return testsupport::WaitFor(
       [&] {
         for (const auto& stream : streams) {

@@ -33,16 +33,16 @@ class Cluster {
 
   Run Ctl(const std::string& args);
   // A client of the nodes other than `skip` (0: every node).
-  std::unique_ptr<core::NatsClient> Connect(int skip = 0);
+  std::unique_ptr<common::NatsClient> Connect(int skip = 0);
 
   // The node (1..3) leading a stream, asked through `client`; 0 when none answers.
-  int LeaderOf(core::NatsClient& client, const std::string& stream);
+  int LeaderOf(common::NatsClient& client, const std::string& stream);
   // The consumer names the cluster has for the stream (its assignments, so also one whose
   // node is down); FAILs when the cluster does not answer within 30 s.
-  std::vector<std::string> Consumers(core::NatsClient& client, const std::string& stream);
+  std::vector<std::string> Consumers(common::NatsClient& client, const std::string& stream);
 
   // Waits until every replica of each stream is current with no lag (60 s at most; false then).
-  bool WaitAllCurrent(core::NatsClient& client, const std::vector<std::string>& streams);
+  bool WaitAllCurrent(common::NatsClient& client, const std::vector<std::string>& streams);
 
   // SIGSTOP / SIGCONT of node j's nats-server (the destructor resumes it).
   void Pause(int node);

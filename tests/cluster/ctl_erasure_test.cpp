@@ -24,8 +24,8 @@ namespace {
 std::string Mark(const std::string& prefix, int i) { return prefix + std::to_string(i) + "-"; }
 
 // An event as the edge publishes it, its marker in the URL.
-core::OutMessage Event(const std::string& site, const std::string& id, const std::string& mark) {
-  core::OutMessage m;
+common::OutMessage Event(const std::string& site, const std::string& id, const std::string& mark) {
+  common::OutMessage m;
   m.subject = "web.events." + site;
   m.msg_id = id;
   m.data = R"({"id":")" + id + R"(","website":")" + site +
@@ -35,21 +35,21 @@ core::OutMessage Event(const std::string& site, const std::string& id, const std
 }
 
 // What the replayer does with a poison event: the DLQ copy first, then the ack of the original.
-void DeadLetterFrom(core::NatsClient& client, const std::string& site, int n) {
-  core::ConsumerSpec spec;
+void DeadLetterFrom(common::NatsClient& client, const std::string& site, int n) {
+  common::ConsumerSpec spec;
   spec.stream = "WEB_EVENTS";
   spec.durable = "dead-letterer-" + site;
   spec.filter_subject = "web.events." + site;
-  auto consumer = core::PullConsumer::Bind(client, spec);
+  auto consumer = common::PullConsumer::Bind(client, spec);
   REQUIRE(consumer.ok());
   int done = 0;
   for (int tries = 0; done < n && tries < 60; ++tries) {
-    auto batch = (*consumer)->Fetch(n - done, core::Millis(2000));
+    auto batch = (*consumer)->Fetch(n - done, common::Millis(2000));
     REQUIRE(batch.ok());
     for (auto& m : *batch) {
-      core::dead_letter::Origin o{std::string(m.subject()), m.stream(), m.stream_seq(),
-                                  std::string(m.data()), m.AllHeaders()};
-      auto ack = core::PublishSync(client, core::dead_letter::Build(o, "not valid JSON"));
+      common::dead_letter::Origin o{std::string(m.subject()), m.stream(), m.stream_seq(),
+                                    std::string(m.data()), m.AllHeaders()};
+      auto ack = common::PublishSync(client, common::dead_letter::Build(o, "not valid JSON"));
       INFO((ack ? "" : ack.error().message));
       REQUIRE(ack.ok());
       REQUIRE(m.AckSync().ok());
@@ -70,17 +70,17 @@ TEST_CASE("erasure on three current replicas: what the purge report says is what
   // 20 events of site-p go through WEB_EVENTS to WEB_DLQ (acknowledged originals); 3 of site-h
   // stay queued in WEB_EVENTS; 5 of site-k are dead letters that stay (the control).
   for (int i = 1; i <= 20; ++i) {
-    REQUIRE(core::PublishSync(*client,
-                              Event("site-p", "ev-p" + std::to_string(i), Mark("PURGED-MARK-", i)))
+    REQUIRE(common::PublishSync(
+                *client, Event("site-p", "ev-p" + std::to_string(i), Mark("PURGED-MARK-", i)))
                 .ok());
   }
   for (int i = 1; i <= 3; ++i) {
-    REQUIRE(core::PublishSync(*client,
-                              Event("site-h", "ev-h" + std::to_string(i), Mark("HELD-MARK-", i)))
+    REQUIRE(common::PublishSync(*client,
+                                Event("site-h", "ev-h" + std::to_string(i), Mark("HELD-MARK-", i)))
                 .ok());
   }
   DeadLetterFrom(*client, "site-p", 20);
-  std::vector<core::OutMessage> kept;
+  std::vector<common::OutMessage> kept;
   for (int i = 1; i <= 5; ++i) {
     Seed s;
     s.key = "site-k";
@@ -175,7 +175,7 @@ TEST_CASE(
   // the stream's head would be reclaimed on the lagging node anyway: catching up from a
   // snapshot compacts the store up to the new first sequence, rewriting that block.)
   auto purged = [](int i) { return i >= 6 && i <= 15; };
-  std::vector<core::OutMessage> msgs;
+  std::vector<common::OutMessage> msgs;
   for (int i = 1; i <= 20; ++i) {
     Seed s;
     s.key = purged(i) ? "site-q" : "site-k";

@@ -17,8 +17,8 @@ using dlqtest::Seed;
 namespace {
 
 // 3 sites x 20 web dead letters (visitors v0..v3) and 10 of tenant t1.
-void SeedDlqs(core::NatsClient& client) {
-  std::vector<core::OutMessage> msgs;
+void SeedDlqs(common::NatsClient& client) {
+  std::vector<common::OutMessage> msgs;
   for (int i = 0; i < 60; ++i) {
     Seed s;
     s.key = std::string("site-") + "abc"[i % 3];
@@ -41,7 +41,7 @@ void SeedDlqs(core::NatsClient& client) {
 }
 
 // No consumer on either DLQ: the one each walk creates is deleted when the walk ends.
-void NoConsumers(Cluster& c, core::NatsClient& client, const std::string& after) {
+void NoConsumers(Cluster& c, common::NatsClient& client, const std::string& after) {
   INFO("after " << after);
   CHECK(c.Consumers(client, "WEB_DLQ").empty());
   CHECK(c.Consumers(client, "API_DLQ").empty());
@@ -49,7 +49,7 @@ void NoConsumers(Cluster& c, core::NatsClient& client, const std::string& after)
 
 // Every command, with node `down` down (0: none). While a node is down, purge and erase do their
 // work on the stream but must name the replica that did not erase, and exit 1.
-void EveryCommand(Cluster& c, core::NatsClient& client, const std::string& round, int down,
+void EveryCommand(Cluster& c, common::NatsClient& client, const std::string& round, int down,
                   const std::string& purge_key, const std::string& erase_visitor) {
   const bool all_up = down == 0;
   const std::string victim = "nats-" + std::to_string(down);

@@ -44,10 +44,10 @@ int main(int argc, char** argv) {
   app.add_option("--points", points, "points per batch")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
-  auto reader = core::ConfigReader::FromProcess();
-  auto common = core::ReadCommonConfig(reader, "127.0.0.1:0");
+  auto reader = common::ConfigReader::FromProcess();
+  auto common = common::ReadCommonConfig(reader, "127.0.0.1:0");
   reader.Finish();
-  auto client = core::NatsClient::Connect(common, {});
+  auto client = common::NatsClient::Connect(common, {});
   if (!client) {
     std::cerr << "container_load: " << client.error().message << "\n";
     return 3;
@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
         start + std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6 * k / total)));
     // The two kinds interleaved in proportion.
     bool event = b >= batches || (e < events && int64_t{e} * batches <= int64_t{b} * events);
-    core::OutMessage m;
+    common::OutMessage m;
     if (event) {
       testsupport::TestEvent ev;
       ev.visitor = e % kVisitors;

@@ -5,8 +5,8 @@
 #include "common/metrics.h"
 #include "platformctl/exporter.h"
 
-using core::backlog::ConsumerReading;
-using core::backlog::StreamReading;
+using platformctl::backlog::ConsumerReading;
+using platformctl::backlog::StreamReading;
 
 namespace {
 
@@ -41,7 +41,7 @@ bool Has(const std::string& text, const std::string& line) {
 }  // namespace
 
 TEST_CASE("a reading becomes stream and consumer gauges, pending and unacked apart", "[exporter]") {
-  core::metrics::Registry registry;
+  common::metrics::Registry registry;
   platformctl::StreamGauges gauges(registry);
   StreamReading dlq;
   dlq.name = "WEB_DLQ";
@@ -78,7 +78,7 @@ TEST_CASE("a reading becomes stream and consumer gauges, pending and unacked apa
 // prometheus-cpp writes a sample's labels in name order, and NaN as "Nan" (Prometheus reads it
 // in any case).
 TEST_CASE("a deleted consumer or stream reads NaN instead of its last numbers", "[exporter]") {
-  core::metrics::Registry registry;
+  common::metrics::Registry registry;
   platformctl::StreamGauges gauges(registry);
   gauges.Record({Web(1000, 10, 50)}, 0.1);
   auto later = Web(1015, 4, 60);
@@ -98,7 +98,7 @@ TEST_CASE("a deleted consumer or stream reads NaN instead of its last numbers", 
 }
 
 TEST_CASE("a failed reading keeps the last numbers and says so", "[exporter]") {
-  core::metrics::Registry registry;
+  common::metrics::Registry registry;
   platformctl::StreamGauges gauges(registry);
   gauges.Record({Web(1000, 10, 50)}, 0.1);
   gauges.RecordFailure();

@@ -186,7 +186,7 @@ int KvGet(natsConnection* nc, const std::string& bucket, const std::string& key,
 // TLS as the services set it up from the same variables (common/nats_client.cpp): tls:// URLs
 // make the connection secure, NATS_CA names the CA the servers are checked against, NATS_CERT
 // and NATS_KEY a client certificate.
-natsStatus SetTls(natsOptions* opts, const core::CommonConfig& c) {
+natsStatus SetTls(natsOptions* opts, const common::CommonConfig& c) {
   natsStatus s = NATS_OK;
   if (c.nats_tls) s = natsOptions_SetSecure(opts, true);
   if (s == NATS_OK && !c.nats_ca.empty())
@@ -208,12 +208,12 @@ int Usage() {
 int main(int argc, char** argv) {
   if (argc < 3) return Usage();
   const std::string op = argv[1];
-  auto reader = core::ConfigReader::FromProcess();
-  core::CommonConfig config;
+  auto reader = common::ConfigReader::FromProcess();
+  common::CommonConfig config;
   try {
-    config = core::ReadCommonConfig(reader, "127.0.0.1:0");
+    config = common::ReadCommonConfig(reader, "127.0.0.1:0");
     reader.Finish();
-  } catch (const core::ConfigError& e) {
+  } catch (const common::ConfigError& e) {
     std::fprintf(stderr, "nats_probe: %s\n", e.what());
     return 2;
   }

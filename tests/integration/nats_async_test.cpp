@@ -20,16 +20,16 @@ TEST_CASE("async publishes the server never answers complete with an error and f
   TestStack stack({"nats"});
   auto client = testsupport::ConnectNats(stack);
   REQUIRE(testsupport::AddRawStream(*client, {"ASYNC_T", "async.t"}).ok());
-  core::NatsClient::Options o;
+  common::NatsClient::Options o;
   o.client_name = "async test";
   o.request_timeout_ms = 1000;
   auto pub_client = client->Sibling(o);
   REQUIRE(pub_client.ok());
   std::atomic<int> ok{0}, failed{0};
   constexpr int kMaxPending = 8;
-  auto publisher = core::AsyncPublisher::Create(
+  auto publisher = common::AsyncPublisher::Create(
       **pub_client,
-      [&](uint64_t, const core::Status& st) {
+      [&](uint64_t, const common::Status& st) {
         if (st)
           ++ok;
         else
@@ -37,7 +37,7 @@ TEST_CASE("async publishes the server never answers complete with an error and f
       },
       kMaxPending);
   REQUIRE(publisher.ok());
-  core::OutMessage m;
+  common::OutMessage m;
   m.subject = "async.t";
   m.data = "x";
   REQUIRE((*publisher)->Publish(m, 1).ok());

@@ -63,10 +63,10 @@ TEST_CASE("init reports a conflicting stream and leaves it alone", "[integration
   // Someone created WEB_EVENTS by hand, with limits retention, and it holds a message.
   REQUIRE(
       testsupport::AddRawStream(*client, {.name = "WEB_EVENTS", .subject = "web.events.*"}).ok());
-  core::OutMessage m;
+  common::OutMessage m;
   m.subject = "web.events.site";
   m.data = "precious";
-  REQUIRE(core::PublishSync(*client, m).ok());
+  REQUIRE(common::PublishSync(*client, m).ok());
 
   int rc = -1;
   std::string out = Ctl(stack, "init", &rc);
@@ -96,23 +96,23 @@ TEST_CASE("streams keeps pending and unacked apart", "[integration][platformctl]
   constexpr int kN = 3000;
   constexpr int kM = 1000;
   for (int i = 0; i < kN; ++i) {
-    core::OutMessage m;
+    common::OutMessage m;
     m.subject = "web.events.site-" + std::to_string(i % 3);
     m.data = std::string(100, 'x');
     m.msg_id = "id-" + std::to_string(i);
-    REQUIRE(core::PublishSync(*client, m).ok());
+    REQUIRE(common::PublishSync(*client, m).ok());
   }
-  core::ConsumerSpec spec;
+  common::ConsumerSpec spec;
   spec.stream = "WEB_EVENTS";
   spec.durable = "replayer";
   spec.filter_subject = "web.events.*";
   spec.max_ack_pending = 2000;
-  auto consumer = core::PullConsumer::Bind(*client, spec);
+  auto consumer = common::PullConsumer::Bind(*client, spec);
   if (!consumer) FAIL(consumer.error().message);
-  std::vector<core::Message> held;  // fetched and never acked
+  std::vector<common::Message> held;  // fetched and never acked
   while (static_cast<int>(held.size()) < kM) {
     auto batch =
-        (*consumer)->Fetch(std::min(100, kM - static_cast<int>(held.size())), core::Millis(2000));
+        (*consumer)->Fetch(std::min(100, kM - static_cast<int>(held.size())), common::Millis(2000));
     REQUIRE(batch.ok());
     for (auto& m : *batch) held.push_back(std::move(m));
   }

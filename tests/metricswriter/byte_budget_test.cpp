@@ -81,7 +81,7 @@ TEST_CASE("config: sizes in bytes or with a binary unit", "[budget]") {
 
 TEST_CASE("config: METRICSWRITER_MAX_BYTES_IN_FLIGHT", "[budget]") {
   auto read = [](const std::string& v) {
-    core::ConfigReader r(std::map<std::string, std::string>{
+    common::ConfigReader r(std::map<std::string, std::string>{
         {"DATABASE_URL", "postgres://x"}, {"METRICSWRITER_MAX_BYTES_IN_FLIGHT", v}});
     auto o = mw::ReadWriterOptions(r);
     return std::make_pair(o.max_bytes_in_flight, r.errors());
@@ -90,7 +90,7 @@ TEST_CASE("config: METRICSWRITER_MAX_BYTES_IN_FLIGHT", "[budget]") {
   CHECK(read("128MiB").second.empty());
   CHECK_FALSE(read("lots").second.empty());
   CHECK_FALSE(read("512KiB").second.empty());  // below 1MiB
-  core::ConfigReader r(std::map<std::string, std::string>{{"DATABASE_URL", "postgres://x"}});
+  common::ConfigReader r(std::map<std::string, std::string>{{"DATABASE_URL", "postgres://x"}});
   auto o = mw::ReadWriterOptions(r);
   CHECK(o.max_bytes_in_flight == 64 * kMiB);
   CHECK(o.consumer.pending_bytes_limit == 128 * kMiB);

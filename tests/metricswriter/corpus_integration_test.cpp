@@ -27,8 +27,8 @@ std::string D(double d) {
   std::snprintf(buf, sizeof(buf), "%.17g", d);
   return buf;
 }
-core::pg::Param OptD(const std::optional<double>& d) {
-  return d ? core::pg::Param(D(*d)) : std::nullopt;
+common::pg::Param OptD(const std::optional<double>& d) {
+  return d ? common::pg::Param(D(*d)) : std::nullopt;
 }
 template <typename T>
 std::string Arr(const std::vector<T>& v) {
@@ -45,8 +45,8 @@ std::string Arr(const std::vector<T>& v) {
 }
 
 // The series columns of a point, as parameters $1..$11.
-std::vector<core::pg::Param> SeriesParams(const std::string& tenant, const mw::Batch& b,
-                                          const mw::PointHead& p) {
+std::vector<common::pg::Param> SeriesParams(const std::string& tenant, const mw::Batch& b,
+                                            const mw::PointHead& p) {
   const auto s = b.SeriesAt(p.series);
   const auto& sc = b.scopes[s.scope];
   return {tenant,
@@ -78,7 +78,7 @@ void ExpectStored(mwtest::Harness& h, const std::string& tenant, const mw::Batch
   for (const auto& p : b.numbers) {
     auto params = SeriesParams(tenant, b, p);
     params.push_back(D(p.value));
-    params.push_back(p.int_value ? core::pg::Param(std::to_string(*p.int_value)) : std::nullopt);
+    params.push_back(p.int_value ? common::pg::Param(std::to_string(*p.int_value)) : std::nullopt);
     INFO(b.SeriesAt(p.series).name << " " << b.Attributes(p.series));
     CHECK(h.Count(std::string("SELECT count(*) FROM metrics.number_points p") + kSeriesWhere +
                       " AND p.value = $15::float8 AND p.value_int IS NOT DISTINCT FROM $16::bigint",
@@ -86,8 +86,9 @@ void ExpectStored(mwtest::Harness& h, const std::string& tenant, const mw::Batch
   }
   for (const auto& p : b.histograms) {
     auto params = SeriesParams(tenant, b, p);
-    for (auto v : {core::pg::Param(std::to_string(p.count)), OptD(p.sum), OptD(p.min), OptD(p.max),
-                   core::pg::Param(Arr(p.bounds)), core::pg::Param(Arr(p.counts))}) {
+    for (auto v :
+         {common::pg::Param(std::to_string(p.count)), OptD(p.sum), OptD(p.min), OptD(p.max),
+          common::pg::Param(Arr(p.bounds)), common::pg::Param(Arr(p.counts))}) {
       params.push_back(v);
     }
     INFO(b.SeriesAt(p.series).name);
@@ -101,12 +102,13 @@ void ExpectStored(mwtest::Harness& h, const std::string& tenant, const mw::Batch
   for (const auto& p : b.exp_histograms) {
     auto params = SeriesParams(tenant, b, p);
     for (auto v :
-         {core::pg::Param(std::to_string(p.count)), OptD(p.sum), OptD(p.min), OptD(p.max),
-          core::pg::Param(std::to_string(p.scale)), core::pg::Param(std::to_string(p.zero_count)),
-          core::pg::Param(D(p.zero_threshold)), core::pg::Param(std::to_string(p.positive_offset)),
-          core::pg::Param(Arr(p.positive_counts)),
-          core::pg::Param(std::to_string(p.negative_offset)),
-          core::pg::Param(Arr(p.negative_counts))}) {
+         {common::pg::Param(std::to_string(p.count)), OptD(p.sum), OptD(p.min), OptD(p.max),
+          common::pg::Param(std::to_string(p.scale)),
+          common::pg::Param(std::to_string(p.zero_count)), common::pg::Param(D(p.zero_threshold)),
+          common::pg::Param(std::to_string(p.positive_offset)),
+          common::pg::Param(Arr(p.positive_counts)),
+          common::pg::Param(std::to_string(p.negative_offset)),
+          common::pg::Param(Arr(p.negative_counts))}) {
       params.push_back(v);
     }
     INFO(b.SeriesAt(p.series).name);
@@ -122,8 +124,9 @@ void ExpectStored(mwtest::Harness& h, const std::string& tenant, const mw::Batch
   }
   for (const auto& p : b.summaries) {
     auto params = SeriesParams(tenant, b, p);
-    for (auto v : {core::pg::Param(std::to_string(p.count)), core::pg::Param(D(p.sum)),
-                   core::pg::Param(Arr(p.quantiles)), core::pg::Param(Arr(p.quantile_values))}) {
+    for (auto v :
+         {common::pg::Param(std::to_string(p.count)), common::pg::Param(D(p.sum)),
+          common::pg::Param(Arr(p.quantiles)), common::pg::Param(Arr(p.quantile_values))}) {
       params.push_back(v);
     }
     CHECK(h.Count(std::string("SELECT count(*) FROM metrics.summary_points p") + kSeriesWhere +

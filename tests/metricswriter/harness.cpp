@@ -6,16 +6,16 @@
 
 #include <nats/nats.h>
 
-#include "common/nats_admin.h"
 #include "common/nats_stream.h"
 #include "common/timefmt.h"
+#include "platformctl/nats_admin.h"
 #include "tests/support/metrics_scrape.h"
 
 namespace mwtest {
 
 using testsupport::BinaryDir;
 
-int64_t NowNs() { return core::NowUnixNs(); }
+int64_t NowNs() { return common::NowUnixNs(); }
 
 void Sleep(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
@@ -23,11 +23,11 @@ Harness::Harness() : stack_({"nats", "pg"}) {
   std::string init = "NATS_URL=" + stack_.Env("NATS_URL") + " " + BinaryDir() +
                      "/platformctl/platformctl init >" + stack_.dir() + "/init.log 2>&1";
   if (testsupport::Run(init) != 0) throw std::runtime_error("platformctl init failed");
-  core::CommonConfig c;
+  common::CommonConfig c;
   c.nats_urls = {stack_.Env("NATS_URL")};
-  core::NatsClient::Options o;
+  common::NatsClient::Options o;
   o.client_name = "metricswriter-test";
-  auto n = core::NatsClient::Connect(c, o);
+  auto n = common::NatsClient::Connect(c, o);
   if (!n.ok()) throw std::runtime_error("nats: " + n.error().message);
   nats_ = std::move(*n);
 }
@@ -77,21 +77,21 @@ int Harness::Platformctl(const std::string& args, const std::string& database_ur
 void Harness::Publish(const std::string& tenant, const std::string& body,
                       const std::optional<std::string>& msg_id,
                       const std::optional<std::string>& content_type) {
-  core::OutMessage m;
+  common::OutMessage m;
   m.subject = "api.metrics." + tenant;
   m.data = body;
   if (msg_id) m.msg_id = *msg_id;
   if (content_type) m.headers.emplace_back("Content-Type", *content_type);
-  auto r = core::PublishSync(*nats_, m);
+  auto r = common::PublishSync(*nats_, m);
   if (!r.ok()) throw std::runtime_error("publish: " + r.error().message);
 }
 
 std::vector<DlqMessage> Harness::ReadDlq() {
-  core::ConsumerSpec spec;
+  common::ConsumerSpec spec;
   spec.stream = "API_DLQ";
   spec.durable = "test-reader-" + std::to_string(++dlq_readers_);
   spec.filter_subject = "dlq.api.*";
-  auto c = core::PullConsumer::Bind(*nats_, spec);
+  auto c = common::PullConsumer::Bind(*nats_, spec);
   if (!c.ok()) throw std::runtime_error("dlq reader: " + c.error().message);
   std::vector<DlqMessage> out;
   while (true) {
@@ -112,7 +112,7 @@ std::vector<DlqMessage> Harness::ReadDlq() {
 }
 
 uint64_t Harness::StreamMessages(const std::string& stream) {
-  auto r = core::nats_admin::ReadStream(*nats_, stream);
+  auto r = platformctl::nats_admin::ReadStream(*nats_, stream);
   if (!r.ok()) throw std::runtime_error("stream " + stream + ": " + r.error().message);
   return r->messages;
 }
@@ -138,20 +138,21 @@ void Harness::DeleteStream(const std::string& stream) {
   }
 }
 
-core::pg::PgConn& Harness::pg() {
+common::pg::PgConn& Harness::pg() {
   if (!pg_ || pg_->Broken()) {
-    auto c = core::pg::PgConn::Connect(stack_.Env("DATABASE_URL"), {});
+    auto c = common::pg::PgConn::Connect(stack_.Env("DATABASE_URL"), {});
     if (!c.ok()) throw std::runtime_error("pg: " + c.error().message);
     pg_ = std::move(*c);
   }
   return *pg_;
 }
 
-int64_t Harness::Count(const std::string& sql, const std::vector<core::pg::Param>& params) {
+int64_t Harness::Count(const std::string& sql, const std::vector<common::pg::Param>& params) {
   auto r = pg().Query(sql, params);
   if (!r.ok()) {
     // The schema may not exist yet (the writer has not started): nothing stored.
-    if (core::pg::SqlStateOf(r.error()) == "42P01" || core::pg::SqlStateOf(r.error()) == "3F000") {
+    if (common::pg::SqlStateOf(r.error()) == "42P01" ||
+        common::pg::SqlStateOf(r.error()) == "3F000") {
       return 0;
     }
     pg_.reset();

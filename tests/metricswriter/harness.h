@@ -53,8 +53,8 @@ class Harness {
   // Sets a stream's max message size (-1: none), as an operator would with the nats CLI.
   void SetMaxMsgSize(const std::string& stream, int32_t bytes);
   void DeleteStream(const std::string& stream);
-  int64_t Count(const std::string& sql, const std::vector<core::pg::Param>& params = {});
-  core::pg::PgConn& pg();          // a fresh connection when the last one broke
+  int64_t Count(const std::string& sql, const std::vector<common::pg::Param>& params = {});
+  common::pg::PgConn& pg();        // a fresh connection when the last one broke
   void ResetPg() { pg_.reset(); }  // after a restart of PostgreSQL
 
   // Waits until Count(sql) == want (or timeout); returns the last count.
@@ -70,8 +70,8 @@ class Harness {
 
  private:
   testsupport::TestStack stack_;
-  std::unique_ptr<core::NatsClient> nats_;
-  std::unique_ptr<core::pg::PgConn> pg_;
+  std::unique_ptr<common::NatsClient> nats_;
+  std::unique_ptr<common::pg::PgConn> pg_;
   int dlq_readers_ = 0;
 };
 

@@ -293,7 +293,7 @@ TEST_CASE("JSON: an integer out of range names the field and the value", "[json]
       mw::Batch b;
       auto s = d.Decode(Replace(field.doc, c.text), &b);
       REQUIRE_FALSE(s.ok());
-      CHECK(s.error().kind == core::ErrorKind::kInvalid);
+      CHECK(s.error().kind == common::ErrorKind::kInvalid);
       CHECK_THAT(s.error().message, Catch::Contains(field.path + ": " + says));
     }
   }

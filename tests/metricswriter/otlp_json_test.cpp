@@ -27,7 +27,7 @@ std::string DecodeError(const std::string& body) {
   mw::Batch b;
   auto s = d.Decode(body, &b);
   REQUIRE_FALSE(s.ok());
-  CHECK(s.error().kind == core::ErrorKind::kInvalid);
+  CHECK(s.error().kind == common::ErrorKind::kInvalid);
   return s.error().message;
 }
 

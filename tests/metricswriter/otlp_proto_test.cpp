@@ -137,7 +137,7 @@ TEST_CASE("protobuf: bad bytes name the byte", "[proto]") {
                                 4),
                     &b);
   REQUIRE_FALSE(s.ok());
-  CHECK(s.error().kind == core::ErrorKind::kInvalid);
+  CHECK(s.error().kind == common::ErrorKind::kInvalid);
   CHECK(s.error().message ==
         "protobuf parse error at byte 0: field 1: length 5 runs past the end of its message");
   s = d.Decode(std::string("\x0a\x02\x0a\x85", 4), &b);  // inner length varint cut short

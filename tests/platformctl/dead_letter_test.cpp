@@ -6,13 +6,14 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 
-namespace dl = core::dead_letter;
+namespace dl = common::dead_letter;
 
 namespace {
 
-std::optional<std::string> Get(const core::Headers& h, const std::string& k) {
+std::optional<std::string> Get(const common::Headers& h, const std::string& k) {
   for (const auto& [hk, v] : h) {
     if (hk == k) return v;
   }
@@ -22,7 +23,7 @@ std::optional<std::string> Get(const core::Headers& h, const std::string& k) {
 }  // namespace
 
 TEST_CASE("dead letter: sizes are counted as nats-server counts them", "[dlq]") {
-  core::OutMessage m;
+  common::OutMessage m;
   m.data = "12345";
   CHECK(dl::PublishedSize(m) == 5);  // no headers: a plain PUB
   m.headers = {{"A", "b"}};

@@ -54,7 +54,7 @@ TEST_CASE("dlq replay killed with -9 and run again stores every message exactly 
     }
     REQUIRE(js_PurgeStream(client->js(), "WEB_EVENTS", nullptr, nullptr) == NATS_OK);
     const std::string prefix = "run" + std::to_string(run) + "-ev-";
-    std::vector<core::OutMessage> msgs;
+    std::vector<common::OutMessage> msgs;
     for (int i = 1; i <= kN; ++i) {
       dlqtest::Seed s;
       s.key = "site-" + std::to_string(i % 10);

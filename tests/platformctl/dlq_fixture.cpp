@@ -39,10 +39,10 @@ std::string Payload(const Seed& s) {
          R"("payload":{"hostname":"h","url":"/)" + s.marker + R"(","title":"t"}})";
 }
 
-core::OutMessage DeadLetter(const Seed& s) {
+common::OutMessage DeadLetter(const Seed& s) {
   if (s.legacy) {
-    namespace dl = core::dead_letter;
-    core::OutMessage m;
+    namespace dl = common::dead_letter;
+    common::OutMessage m;
     m.subject = (s.web ? "dlq.web." : "dlq.api.") + s.key;
     m.data = Payload(s);
     m.msg_id = s.msg_id;
@@ -54,26 +54,26 @@ core::OutMessage DeadLetter(const Seed& s) {
         {dl::kStreamSeq, std::to_string(s.origin_seq)}};
     return m;
   }
-  core::dead_letter::Origin o;
+  common::dead_letter::Origin o;
   o.subject = (s.web ? "web.events." : "api.metrics.") + s.key;
   o.stream = s.web ? "WEB_EVENTS" : "API_METRICS";
   o.stream_seq = s.origin_seq;
   o.payload = Payload(s);
   if (!s.msg_id.empty()) o.headers.emplace_back("Nats-Msg-Id", s.msg_id);
   if (!s.web) o.headers.emplace_back("Content-Type", "application/json");
-  core::OutMessage m = core::dead_letter::Build(o, s.reason, "status 400 reply excerpt");
+  common::OutMessage m = common::dead_letter::Build(o, s.reason, "status 400 reply excerpt");
   if (!s.subject_header.empty()) {
     for (auto& [k, v] : m.headers) {
-      if (k == core::dead_letter::kSubject) v = s.subject_header;
+      if (k == common::dead_letter::kSubject) v = s.subject_header;
     }
   }
   return m;
 }
 
-void PublishAll(core::NatsClient& client, const std::vector<core::OutMessage>& messages) {
+void PublishAll(common::NatsClient& client, const std::vector<common::OutMessage>& messages) {
   std::atomic<uint64_t> ok{0}, bad{0};
-  auto pub = core::AsyncPublisher::Create(
-      client, [&](uint64_t, const core::Status& s) { (s.ok() ? ok : bad).fetch_add(1); }, 512);
+  auto pub = common::AsyncPublisher::Create(
+      client, [&](uint64_t, const common::Status& s) { (s.ok() ? ok : bad).fetch_add(1); }, 512);
   REQUIRE(pub.ok());
   for (size_t i = 0; i < messages.size(); ++i) {
     auto st = (*pub)->Publish(messages[i], i);
@@ -84,7 +84,7 @@ void PublishAll(core::NatsClient& client, const std::vector<core::OutMessage>& m
   REQUIRE(bad == 0);
 }
 
-std::vector<Held> ReadAll(core::NatsClient& client, const std::string& stream) {
+std::vector<Held> ReadAll(common::NatsClient& client, const std::string& stream) {
   // A temporary pull consumer reads the whole stream in a few round trips (a work-queue
   // stream allows no ordered consumer); nothing is acked, and deleting it releases everything.
   jsStreamInfo* si = nullptr;
@@ -95,16 +95,16 @@ std::vector<Held> ReadAll(core::NatsClient& client, const std::string& stream) {
   std::vector<Held> out;
   if (n == 0) return out;
   {
-    core::ConsumerSpec spec;
+    common::ConsumerSpec spec;
     spec.stream = stream;
     spec.durable = "dlqtest-read";
     spec.filter_subject = filter;
     spec.max_ack_pending = 100000;
-    auto consumer = core::PullConsumer::Bind(client, spec);
+    auto consumer = common::PullConsumer::Bind(client, spec);
     REQUIRE(consumer.ok());
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (out.size() < n && std::chrono::steady_clock::now() < deadline) {
-      auto batch = (*consumer)->Fetch(500, core::Millis(2000));
+      auto batch = (*consumer)->Fetch(500, common::Millis(2000));
       INFO("read " << out.size() << " of " << n << " from " << stream);
       REQUIRE(batch.ok());
       for (auto& m : *batch) {
@@ -112,7 +112,7 @@ std::vector<Held> ReadAll(core::NatsClient& client, const std::string& stream) {
         h.seq = m.stream_seq();
         h.subject = std::string(m.subject());
         h.msg_id = m.Header("Nats-Msg-Id").value_or("");
-        h.replay_header = m.Header(core::dead_letter::kReplay).value_or("");
+        h.replay_header = m.Header(common::dead_letter::kReplay).value_or("");
         h.data = std::string(m.data());
         out.push_back(std::move(h));
       }
@@ -124,7 +124,7 @@ std::vector<Held> ReadAll(core::NatsClient& client, const std::string& stream) {
   return out;
 }
 
-uint64_t Count(core::NatsClient& client, const std::string& stream) {
+uint64_t Count(common::NatsClient& client, const std::string& stream) {
   jsStreamInfo* si = nullptr;
   REQUIRE(js_GetStreamInfo(&si, client.js(), stream.c_str(), nullptr, nullptr) == NATS_OK);
   uint64_t n = si->State.Msgs;

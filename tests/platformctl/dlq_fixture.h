@@ -40,9 +40,9 @@ struct Seed {
 std::string Payload(const Seed& seed);
 // The DLQ message the replayer / metricswriter would publish for it (or, with seed.legacy, the
 // one the previous system wrote).
-core::OutMessage DeadLetter(const Seed& seed);
+common::OutMessage DeadLetter(const Seed& seed);
 // Publishes all and waits until the DLQ stream acknowledged every one (fails the test if not).
-void PublishAll(core::NatsClient& client, const std::vector<core::OutMessage>& messages);
+void PublishAll(common::NatsClient& client, const std::vector<common::OutMessage>& messages);
 
 // Sequences held by a stream now (any retention), in order, with their subject and headers.
 struct Held {
@@ -52,8 +52,8 @@ struct Held {
   std::string replay_header;
   std::string data;
 };
-std::vector<Held> ReadAll(core::NatsClient& client, const std::string& stream);
-uint64_t Count(core::NatsClient& client, const std::string& stream);
+std::vector<Held> ReadAll(common::NatsClient& client, const std::string& stream);
+uint64_t Count(common::NatsClient& client, const std::string& stream);
 
 struct CtlRun {
   int rc = -1;

@@ -59,7 +59,7 @@ TEST_CASE("dlq list selects exactly and never shows a payload", "[integration][d
   auto client = testsupport::ConnectNats(stack);
 
   // Two batches a second apart, so a time bound splits them at seq 500/501.
-  std::vector<core::OutMessage> first, second;
+  std::vector<common::OutMessage> first, second;
   for (int i = 1; i <= kN; ++i) {
     dlqtest::Seed s;
     s.key = KeyOf(i);
@@ -71,7 +71,7 @@ TEST_CASE("dlq list selects exactly and never shows a payload", "[integration][d
   }
   dlqtest::PublishAll(*client, first);
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  const std::string split = core::FormatRfc3339(core::NowUnixNs());
+  const std::string split = common::FormatRfc3339(common::NowUnixNs());
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   dlqtest::PublishAll(*client, second);
   // DLQ sequence i holds origin i (published in order over one connection).
@@ -118,7 +118,7 @@ TEST_CASE("dlq list selects exactly and never shows a payload", "[integration][d
   s42.visitor = "v" + std::to_string(42 % 7);
   s42.origin_seq = 42;
   CHECK(m["size"] == dlqtest::Payload(s42).size());
-  CHECK(core::FormatRfc3339(m["time_unix_ns"].get<int64_t>()) == m["time"]);
+  CHECK(common::FormatRfc3339(m["time_unix_ns"].get<int64_t>()) == m["time"]);
   CHECK(m["time"].get<std::string>() < split);
 
   // The text form: a header line, one line per message, a count.
@@ -234,7 +234,7 @@ TEST_CASE("dlq list, replay and purge read by message gets when no consumer can 
     REQUIRE(js_AddConsumer(&ci, client->js(), "WEB_DLQ", &cc, nullptr, nullptr) == NATS_OK);
     jsConsumerInfo_Destroy(ci);
   }
-  std::vector<core::OutMessage> msgs;
+  std::vector<common::OutMessage> msgs;
   for (int i = 1; i <= 300; ++i) {
     Seed s;
     s.key = i % 3 ? "site-g" : "site-h";

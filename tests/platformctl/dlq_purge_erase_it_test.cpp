@@ -22,7 +22,7 @@ bool OnDisk(const TestStack& stack, const std::string& text) {
   return testsupport::Run("grep -rqa -- '" + text + "' " + stack.dir() + "/nats") == 0;
 }
 
-std::set<uint64_t> SeqsOf(core::NatsClient& client, const std::string& stream) {
+std::set<uint64_t> SeqsOf(common::NatsClient& client, const std::string& stream) {
   std::set<uint64_t> out;
   for (const auto& h : dlqtest::ReadAll(client, stream)) out.insert(h.seq);
   return out;
@@ -35,7 +35,7 @@ TEST_CASE("dlq purge erases the stored bytes of the selection only", "[integrati
   dlqtest::Init(stack);
   auto client = testsupport::ConnectNats(stack);
   // seq 1..20: site-p, to purge; 21..25: site-k, kept; 26: deleted the plain way (control).
-  std::vector<core::OutMessage> msgs;
+  std::vector<common::OutMessage> msgs;
   for (int i = 1; i <= 26; ++i) {
     Seed s;
     s.key = i <= 20 ? "site-p" : "site-k";
@@ -137,7 +137,7 @@ TEST_CASE("dlq erase removes exactly a site's, a visitor's or a tenant's DLQ mes
   Seed garbled = web("site-x", "", 9);  // 9: site-x, not JSON
   garbled.raw_payload = std::string("{not json ") + dlqtest::kMarker;
   seeds.push_back(garbled);
-  std::vector<core::OutMessage> msgs;
+  std::vector<common::OutMessage> msgs;
   for (const auto& s : seeds) msgs.push_back(dlqtest::DeadLetter(s));
   for (int i = 0; i < 5; ++i) {
     Seed s;

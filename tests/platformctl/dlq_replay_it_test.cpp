@@ -69,7 +69,7 @@ TEST_CASE("dlq replay puts the selection back and keeps the rest", "[integration
     s.msg_id = "batch-" + std::to_string(i);
     seeds.push_back(s);
   }
-  std::vector<core::OutMessage> msgs;
+  std::vector<common::OutMessage> msgs;
   for (const auto& s : seeds) msgs.push_back(dlqtest::DeadLetter(s));
   dlqtest::PublishAll(*client, msgs);
   auto before = BySeq(dlqtest::ReadAll(*client, "WEB_DLQ"));
@@ -126,17 +126,17 @@ TEST_CASE("dlq replay puts the selection back and keeps the rest", "[integration
   CHECK(natsMsgHeader_Get(raw, "Content-Type", &ct) == NATS_OK);
   CHECK(std::string(ct ? ct : "") == "application/json");
   const char* reason = nullptr;
-  CHECK(natsMsgHeader_Get(raw, core::dead_letter::kReason, &reason) == NATS_NOT_FOUND);
+  CHECK(natsMsgHeader_Get(raw, common::dead_letter::kReason, &reason) == NATS_NOT_FOUND);
   natsMsg_Destroy(raw);
 
   // A crash between an earlier run's publish and its erase: the copy is on the origin already.
   // The rerun's publish is deduplicated by the stream and reported as already there.
   Seed again = WebSeed("site-b", 2);
-  core::OutMessage earlier;
+  common::OutMessage earlier;
   earlier.subject = "web.events.site-b";
   earlier.data = dlqtest::Payload(again);
   earlier.msg_id = "ev-2.replay.WEB_DLQ.2";
-  auto ack = core::PublishSync(*client, earlier);
+  auto ack = common::PublishSync(*client, earlier);
   REQUIRE(ack.ok());
   REQUIRE_FALSE(ack->duplicate);
   r = Ctl(stack, "dlq replay --queue web --key site-b --to 4");
@@ -159,7 +159,7 @@ TEST_CASE("dlq replay stops at the last sequence of its start, paces, and stops 
   TestStack stack({"nats"});
   dlqtest::Init(stack);
   auto client = testsupport::ConnectNats(stack);
-  std::vector<core::OutMessage> msgs;
+  std::vector<common::OutMessage> msgs;
   for (int i = 1; i <= 60; ++i) msgs.push_back(dlqtest::DeadLetter(WebSeed("site-c", i)));
   dlqtest::PublishAll(*client, msgs);
 
@@ -170,7 +170,7 @@ TEST_CASE("dlq replay stops at the last sequence of its start, paces, and stops 
     auto child =
         StartCtl(stack, {"dlq", "replay", "--queue", "web", "--all", "--rate", "25/s"}, log);
     REQUIRE(testsupport::WaitFor([&] { return dlqtest::Count(*client, "WEB_EVENTS") >= 5; }, 5000));
-    std::vector<core::OutMessage> late;
+    std::vector<common::OutMessage> late;
     for (int i = 61; i <= 70; ++i) late.push_back(dlqtest::DeadLetter(WebSeed("site-c", i)));
     dlqtest::PublishAll(*client, late);
     CHECK(child.Wait(20'000) == 0);
@@ -258,7 +258,7 @@ TEST_CASE("dlq replay keeps the original id of both dead-letter shapes side by s
     s.msg_id = i <= 2 ? "batch-" + std::to_string(i) : (i == 3 ? "" : "batch-4");
     seeds.push_back(s);  // api 1: ours; 2: previous; 3: ours without id (skipped); 4: previous
   }
-  std::vector<core::OutMessage> msgs;
+  std::vector<common::OutMessage> msgs;
   for (const auto& s : seeds) msgs.push_back(dlqtest::DeadLetter(s));
   dlqtest::PublishAll(*client, msgs);
   REQUIRE(dlqtest::Count(*client, "WEB_DLQ") == 7);

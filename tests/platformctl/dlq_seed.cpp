@@ -13,24 +13,24 @@
 #include "common/nats_client.h"
 
 int main(int argc, char** argv) {
-  core::NatsLibraryGuard guard;
+  common::NatsLibraryGuard guard;
   const int web = argc > 1 ? std::atoi(argv[1]) : 1000;
   const int api = argc > 2 ? std::atoi(argv[2]) : 20;
-  core::CommonConfig c;
+  common::CommonConfig c;
   const char* url = std::getenv("NATS_URL");
   c.nats_urls = {url ? url : "nats://127.0.0.1:14222"};
-  auto client = core::NatsClient::Connect(c, {});
+  auto client = common::NatsClient::Connect(c, {});
   if (!client) {
     std::fprintf(stderr, "dlq_seed: %s\n", client.error().message.c_str());
     return 3;
   }
   std::atomic<int> ok{0}, bad{0};
-  auto pub = core::AsyncPublisher::Create(
-      **client, [&](uint64_t, const core::Status& s) { (s.ok() ? ok : bad).fetch_add(1); });
+  auto pub = common::AsyncPublisher::Create(
+      **client, [&](uint64_t, const common::Status& s) { (s.ok() ? ok : bad).fetch_add(1); });
   if (!pub) return 1;
   const char* sites[] = {"3f6a1c2e", "8d0b7e41", "c5e29a07"};
   for (int i = 0; i < web + api; ++i) {
-    core::dead_letter::Origin o;
+    common::dead_letter::Origin o;
     std::string reason, detail;
     if (i < web) {
       std::string site = sites[i % 10 == 0 ? 1 : i % 7 == 0 ? 2 : 0];
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
       reason = "cannot decode the OTLP protobuf batch";
     }
     o.stream_seq = static_cast<uint64_t>(1000 + i);
-    if (!(*pub)->Publish(core::dead_letter::Build(o, reason, detail), i).ok()) return 1;
+    if (!(*pub)->Publish(common::dead_letter::Build(o, reason, detail), i).ok()) return 1;
   }
   while (ok + bad < web + api) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::printf("dlq_seed: %d dead letters published, %d failed\n", ok.load(), bad.load());

@@ -15,11 +15,11 @@
 
 using dlqtest::Ctl;
 using testsupport::TestStack;
-namespace dl = core::dead_letter;
+namespace dl = common::dead_letter;
 
 namespace {
 
-int64_t MaxMsgSize(core::NatsClient& client, const std::string& stream) {
+int64_t MaxMsgSize(common::NatsClient& client, const std::string& stream) {
   jsStreamInfo* si = nullptr;
   REQUIRE(js_GetStreamInfo(&si, client.js(), stream.c_str(), nullptr, nullptr) == NATS_OK);
   int64_t v = si->Config->MaxMsgSize;
@@ -29,8 +29,8 @@ int64_t MaxMsgSize(core::NatsClient& client, const std::string& stream) {
 
 // A web event as the edge publishes it, `total` bytes as nats-server counts them (its header
 // block with the Nats-Msg-Id plus the payload).
-core::OutMessage EdgeEvent(const std::string& id, int64_t total) {
-  core::OutMessage m;
+common::OutMessage EdgeEvent(const std::string& id, int64_t total) {
+  common::OutMessage m;
   m.subject = "web.events.site-big";
   m.msg_id = id;
   const int64_t headers = dl::PublishedSize(m);  // the msg id header's block
@@ -87,21 +87,21 @@ TEST_CASE(
 
   // At the limit: WEB_EVENTS takes it.
   auto at_limit = EdgeEvent("ev-at-limit", limit);
-  auto ack = core::PublishSync(*client, at_limit);
+  auto ack = common::PublishSync(*client, at_limit);
   INFO((ack ? "" : ack.error().message));
   REQUIRE(ack.ok());
   // The replayer's view of it (a consumer delivery), dead-lettered with the longest reason and
   // detail Build writes: WEB_DLQ takes the copy.
-  core::ConsumerSpec spec;
+  common::ConsumerSpec spec;
   spec.stream = "WEB_EVENTS";
   spec.durable = "size-test";
   spec.filter_subject = "web.events.*";
-  auto consumer = core::PullConsumer::Bind(*client, spec);
+  auto consumer = common::PullConsumer::Bind(*client, spec);
   REQUIRE(consumer.ok());
-  auto batch = (*consumer)->Fetch(1, core::Millis(5000));
+  auto batch = (*consumer)->Fetch(1, common::Millis(5000));
   REQUIRE(batch.ok());
   REQUIRE(batch->size() == 1);
-  core::Message& got = (*batch)[0];
+  common::Message& got = (*batch)[0];
   dl::Origin origin{std::string(got.subject()), got.stream(), got.stream_seq(),
                     std::string(got.data()), got.AllHeaders()};
   CHECK(dl::ReceivedSize(origin.headers, origin.payload.size()) == limit);
@@ -111,30 +111,30 @@ TEST_CASE(
                                << " bytes; max payload " << max_payload);
   CHECK(copy_size > limit);
   CHECK(copy_size <= max_payload);
-  auto dlq_ack = core::PublishSync(*client, copy);
+  auto dlq_ack = common::PublishSync(*client, copy);
   INFO((dlq_ack ? "" : dlq_ack.error().message));
   CHECK(dlq_ack.ok());
   CHECK(dlqtest::Count(*client, "WEB_DLQ") == 1);
 
   // One byte more: refused at the door, with JetStream's "message size exceeds maximum".
-  auto over = core::PublishSync(*client, EdgeEvent("ev-over-limit", limit + 1));
+  auto over = common::PublishSync(*client, EdgeEvent("ev-over-limit", limit + 1));
   REQUIRE_FALSE(over.ok());
   INFO(over.error().message);
   CHECK_THAT(over.error().message, Catch::Contains("10054"));
   // The headers count: a payload of exactly the limit fits alone, not with a Nats-Msg-Id.
-  core::OutMessage bare;
+  common::OutMessage bare;
   bare.subject = "web.events.site-big";
   bare.data = std::string(limit, 'y');
-  CHECK(core::PublishSync(*client, bare).ok());
+  CHECK(common::PublishSync(*client, bare).ok());
   bare.msg_id = "ev-hdr";
-  CHECK_FALSE(core::PublishSync(*client, bare).ok());
+  CHECK_FALSE(common::PublishSync(*client, bare).ok());
   CHECK(dlqtest::Count(*client, "WEB_EVENTS") == 2);  // at the limit, and the bare one
 
   // Why the limit is needed: an origin of the full max payload (what WEB_EVENTS took before)
   // has a DLQ copy the server refuses.
   dl::Origin full = origin;
   full.payload.append(max_payload - limit, 'x');
-  auto too_big = core::PublishSync(*client, dl::Build(full, "r", "d"));
+  auto too_big = common::PublishSync(*client, dl::Build(full, "r", "d"));
   REQUIRE_FALSE(too_big.ok());
   INFO(too_big.error().message);
   CHECK(dlqtest::Count(*client, "WEB_DLQ") == 1);

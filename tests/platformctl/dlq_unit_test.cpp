@@ -63,15 +63,15 @@ Selection Sel(Selection::Spec spec) {
   return *s;
 }
 
-core::Headers DlqHeaders(const std::string& subject = "web.events.site-a",
-                         const std::string& stream = "WEB_EVENTS") {
+common::Headers DlqHeaders(const std::string& subject = "web.events.site-a",
+                           const std::string& stream = "WEB_EVENTS") {
   return {{"Nats-Msg-Id", "dlq.WEB_EVENTS.7"},  {"Sa-Dlq-Msg-Id", "ev-7"},
           {"Content-Type", "application/json"}, {"Sa-Dlq-Reason", "umami failed"},
           {"Sa-Dlq-Subject", subject},          {"Sa-Dlq-Stream", stream},
           {"Sa-Dlq-Stream-Seq", "7"},           {"Sa-Dlq-Detail", "status 500"}};
 }
 
-std::optional<std::string> Get(const core::Headers& h, const std::string& k) {
+std::optional<std::string> Get(const common::Headers& h, const std::string& k) {
   for (const auto& [hk, v] : h) {
     if (hk == k) return v;
   }
@@ -208,23 +208,23 @@ TEST_CASE("dlq unit: a replay keeps payload and origin headers and takes the new
   CHECK(p.out.msg_id == "ev-7.replay.WEB_DLQ.42");
   CHECK(p.out.expect_stream == "WEB_EVENTS");
   CHECK(p.out.headers ==
-        core::Headers{{"Content-Type", "application/json"}, {"Sa-Dlq-Replay", "WEB_DLQ.42"}});
+        common::Headers{{"Content-Type", "application/json"}, {"Sa-Dlq-Replay", "WEB_DLQ.42"}});
   CHECK(ReplayMsgId("b-1.replay.API_DLQ.5", "API_DLQ", 9) ==
         "b-1.replay.API_DLQ.5.replay.API_DLQ.9");
 
   // What a message that went through the DLQ twice carries (dead_letter::Build of a replay).
-  core::dead_letter::Origin twice;
+  common::dead_letter::Origin twice;
   twice.subject = "api.metrics.acme";
   twice.stream = "API_METRICS";
   twice.stream_seq = 5;
   twice.payload = "x";
   twice.headers = {{"Nats-Msg-Id", "b-1.replay.API_DLQ.5"}, {"Sa-Dlq-Replay", "API_DLQ.5"}};
-  auto dl = core::dead_letter::Build(twice, "cannot decode");
+  auto dl = common::dead_letter::Build(twice, "cannot decode");
   auto again = PlanReplay(InfoFor(Queue::kApi), 9, dl.headers, "x",
                           OriginStream{"API_METRICS", {"api.metrics.*"}});
   REQUIRE(again.publish);
   CHECK(again.out.msg_id == "b-1.replay.API_DLQ.5.replay.API_DLQ.9");
-  CHECK(again.out.headers == core::Headers{{"Sa-Dlq-Replay", "API_DLQ.9"}});
+  CHECK(again.out.headers == common::Headers{{"Sa-Dlq-Replay", "API_DLQ.9"}});
 }
 
 TEST_CASE("dlq unit: the original id comes from Sa-Dlq-Msg-Id, a foreign Nats-Msg-Id, the event",
@@ -235,20 +235,20 @@ TEST_CASE("dlq unit: the original id comes from Sa-Dlq-Msg-Id, a foreign Nats-Ms
   // Ours: Sa-Dlq-Msg-Id wins over everything.
   CHECK(OriginalMsgId(web, DlqHeaders(), event) == "ev-7");
   // The previous system's shape: the four headers, its own Nats-Msg-Id being the origin's.
-  core::Headers legacy = {{"Nats-Msg-Id", "ev-legacy"},
-                          {"Sa-Dlq-Reason", "r"},
-                          {"Sa-Dlq-Subject", "web.events.s"},
-                          {"Sa-Dlq-Stream", "WEB_EVENTS"},
-                          {"Sa-Dlq-Stream-Seq", "3"}};
+  common::Headers legacy = {{"Nats-Msg-Id", "ev-legacy"},
+                            {"Sa-Dlq-Reason", "r"},
+                            {"Sa-Dlq-Subject", "web.events.s"},
+                            {"Sa-Dlq-Stream", "WEB_EVENTS"},
+                            {"Sa-Dlq-Stream-Seq", "3"}};
   CHECK(OriginalMsgId(web, legacy, event) == "ev-legacy");
   CHECK(OriginalMsgId(api, legacy, "x") == "ev-legacy");
   // Our own dead-lettering id is not the original's: the event id is.
-  core::Headers ours_no_orig = {{"Nats-Msg-Id", "dlq.WEB_EVENTS.7"}, {"Sa-Dlq-Stream", "x"}};
+  common::Headers ours_no_orig = {{"Nats-Msg-Id", "dlq.WEB_EVENTS.7"}, {"Sa-Dlq-Stream", "x"}};
   CHECK(OriginalMsgId(web, ours_no_orig, event) == "ev-payload");
   CHECK_FALSE(OriginalMsgId(api, ours_no_orig, event));  // a batch has no id in its body
   // An earlier version replayed id-less messages as ".replay.<dlq>.<seq>": never built on.
-  core::Headers replayed_bare = {{"Sa-Dlq-Msg-Id", ".replay.WEB_DLQ.3"},
-                                 {"Nats-Msg-Id", "dlq.WEB_EVENTS.9"}};
+  common::Headers replayed_bare = {{"Sa-Dlq-Msg-Id", ".replay.WEB_DLQ.3"},
+                                   {"Nats-Msg-Id", "dlq.WEB_EVENTS.9"}};
   CHECK(OriginalMsgId(web, replayed_bare, event) == "ev-payload");
   CHECK_FALSE(OriginalMsgId(web, replayed_bare, R"({"id":".replay.WEB_DLQ.1.replay.X.2"})"));
   CHECK_FALSE(OriginalMsgId(api, replayed_bare, ""));
@@ -266,19 +266,19 @@ TEST_CASE("dlq unit: the original id comes from Sa-Dlq-Msg-Id, a foreign Nats-Ms
   CHECK_FALSE(OriginalMsgId(web, {}, "not json"));
   CHECK_FALSE(OriginalMsgId(web, {}, R"(["id"])"));
 
-  CHECK(core::dead_letter::IsDlqMsgId("dlq.WEB_EVENTS.7"));
-  CHECK(core::dead_letter::IsDlqMsgId(core::dead_letter::DlqMsgId("API_METRICS", 123456)));
-  CHECK_FALSE(core::dead_letter::IsDlqMsgId("dlq.WEB_EVENTS."));
-  CHECK_FALSE(core::dead_letter::IsDlqMsgId("dlq..7"));
-  CHECK_FALSE(core::dead_letter::IsDlqMsgId("dlq.WEB_EVENTS.7x"));
-  CHECK_FALSE(core::dead_letter::IsDlqMsgId("ev-7"));
-  CHECK_FALSE(core::dead_letter::IsDlqMsgId("3f6a1c2e-0000-4000-8000-000000000000"));
+  CHECK(common::dead_letter::IsDlqMsgId("dlq.WEB_EVENTS.7"));
+  CHECK(common::dead_letter::IsDlqMsgId(common::dead_letter::DlqMsgId("API_METRICS", 123456)));
+  CHECK_FALSE(common::dead_letter::IsDlqMsgId("dlq.WEB_EVENTS."));
+  CHECK_FALSE(common::dead_letter::IsDlqMsgId("dlq..7"));
+  CHECK_FALSE(common::dead_letter::IsDlqMsgId("dlq.WEB_EVENTS.7x"));
+  CHECK_FALSE(common::dead_letter::IsDlqMsgId("ev-7"));
+  CHECK_FALSE(common::dead_letter::IsDlqMsgId("3f6a1c2e-0000-4000-8000-000000000000"));
 
   // A replay of a message without any id is skipped with a reason, never published.
   OriginStream origin{"WEB_EVENTS", {"web.events.*"}};
-  core::Headers no_id = {{"Sa-Dlq-Subject", "web.events.s"},
-                         {"Sa-Dlq-Stream", "WEB_EVENTS"},
-                         {"Nats-Msg-Id", "dlq.WEB_EVENTS.4"}};
+  common::Headers no_id = {{"Sa-Dlq-Subject", "web.events.s"},
+                           {"Sa-Dlq-Stream", "WEB_EVENTS"},
+                           {"Nats-Msg-Id", "dlq.WEB_EVENTS.4"}};
   auto skipped = PlanReplay(web, 11, no_id, "{}", origin);
   CHECK_FALSE(skipped.publish);
   CHECK_THAT(skipped.skip_why, Catch::Contains("no original message id"));
@@ -376,7 +376,7 @@ TEST_CASE("dlq unit: list output has the SPEC fields and aligned columns", "[dlq
   PrintListText({a, b}, q, text);
   std::string out = text.str();
   CHECK_THAT(out, Catch::StartsWith("  SEQ  DEAD-LETTERED"));
-  CHECK_THAT(out, Catch::Contains("    7  " + core::FormatRfc3339(kT0) +
+  CHECK_THAT(out, Catch::Contains("    7  " + common::FormatRfc3339(kT0) +
                                   "  site-a  WEB_EVENTS#1234  web.events.site-a   512  "
                                   "umami failed\n"));
   CHECK_THAT(out, Catch::Contains("12345  "));

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 using namespace platformctl::dlq;
-using core::nats_admin::Replica;
-using core::nats_admin::ReplicaSet;
+using platformctl::nats_admin::Replica;
+using platformctl::nats_admin::ReplicaSet;
 
 namespace {
 

@@ -5,10 +5,10 @@
 
 #include <chrono>
 
-#include "common/nats_admin.h"
-#include "common/nats_dlq.h"
+#include "platformctl/nats_admin.h"
+#include "platformctl/nats_dlq.h"
 
-using core::nats_admin::Patience;
+using platformctl::nats_admin::Patience;
 using std::chrono::milliseconds;
 
 TEST_CASE("patience: growing delays, renewed by progress, never past its limit", "[dlq]") {
@@ -30,8 +30,8 @@ TEST_CASE("patience: growing delays, renewed by progress, never past its limit",
 }
 
 TEST_CASE("JetStream answers: errors by kind, times", "[dlq]") {
-  using core::ErrorKind;
-  using core::nats_admin::ApiError;
+  using common::ErrorKind;
+  using platformctl::nats_admin::ApiError;
   CHECK_FALSE(ApiError(R"({"type":"x","success":true})", "w"));
   CHECK_FALSE(ApiError("not json", "w"));
   auto na = ApiError(
@@ -50,7 +50,7 @@ TEST_CASE("JetStream answers: errors by kind, times", "[dlq]") {
   REQUIRE(perm);
   CHECK(perm->kind == ErrorKind::kPermanent);
 
-  using core::nats_admin::ParseJsTime;
+  using platformctl::nats_admin::ParseJsTime;
   CHECK(ParseJsTime("1970-01-01T00:00:01Z") == 1'000'000'000);
   CHECK(ParseJsTime("2026-12-01T09:55:08.175123456Z") == 1796118908175123456);
   CHECK(ParseJsTime("2026-12-01T10:55:08.175123456+01:00") == 1796118908175123456);
@@ -76,7 +76,7 @@ TEST_CASE("consumer list: a node down gives offline entries, never a failure", "
        "num_ack_pending":20,"num_redelivered":2,"num_waiting":1,"num_pending":7,
        "cluster":{"name":"c","leader":"nats-1","replicas":[{"name":"nats-2","current":true,"active":1}]}}],
     "missing":["EDKM4V25","PAUSED99"]})";
-  auto page = core::nats_admin::ParseConsumerList(answer);
+  auto page = platformctl::nats_admin::ParseConsumerList(answer);
   REQUIRE(page.ok());
   REQUIRE(page->consumers.size() == 3);
   const auto& dead = page->consumers[0];
@@ -92,19 +92,19 @@ TEST_CASE("consumer list: a node down gives offline entries, never a failure", "
   CHECK(r.ack_floor_seq == 100);
   CHECK(r.max_ack_pending == 900);
   CHECK(r.waiting_pulls == 1);
-  CHECK(r.last_acked_ns == *core::nats_admin::ParseJsTime("2026-12-01T09:58:59.5Z"));
+  CHECK(r.last_acked_ns == *platformctl::nats_admin::ParseJsTime("2026-12-01T09:58:59.5Z"));
   CHECK(page->consumers[2].name == "PAUSED99");
   CHECK(page->consumers[2].offline);
   CHECK(page->total == 3);
   CHECK(page->limit == 256);
-  CHECK_FALSE(core::nats_admin::ParseConsumerList("[1]").ok());
-  auto empty = core::nats_admin::ParseConsumerList(R"({"total":0,"consumers":[]})");
+  CHECK_FALSE(platformctl::nats_admin::ParseConsumerList("[1]").ok());
+  auto empty = platformctl::nats_admin::ParseConsumerList(R"({"total":0,"consumers":[]})");
   REQUIRE(empty.ok());
   CHECK(empty->consumers.empty());
 }
 
 TEST_CASE("replicas: the leader's view of each, and whether all are current", "[dlq]") {
-  auto rs = core::nats_admin::ParseReplicas(R"({"config":{"name":"WEB_DLQ","num_replicas":3},
+  auto rs = platformctl::nats_admin::ParseReplicas(R"({"config":{"name":"WEB_DLQ","num_replicas":3},
     "state":{"messages":6,"first_seq":21,"last_seq":26,"num_deleted":0},
     "cluster":{"name":"c","leader":"nats-3","replicas":[
       {"name":"nats-1","current":true,"active":51000000,"lag":0},
@@ -120,18 +120,18 @@ TEST_CASE("replicas: the leader's view of each, and whether all are current", "[
   CHECK(rs->peers[2].active_seconds_ago == Approx(12.0));
   CHECK_FALSE(rs->AllCurrent());
   CHECK(rs->messages == 6);
-  auto all = core::nats_admin::ParseReplicas(R"({"config":{"num_replicas":3},"state":{},
+  auto all = platformctl::nats_admin::ParseReplicas(R"({"config":{"num_replicas":3},"state":{},
     "cluster":{"leader":"nats-1","replicas":[{"name":"nats-2","current":true},
       {"name":"nats-3","current":true}]}})");
   REQUIRE(all.ok());
   CHECK(all->AllCurrent());
   // A peer removed and not replaced: fewer peers than configured is not "all current".
-  auto two = core::nats_admin::ParseReplicas(R"({"config":{"num_replicas":3},"state":{},
+  auto two = platformctl::nats_admin::ParseReplicas(R"({"config":{"num_replicas":3},"state":{},
     "cluster":{"leader":"nats-1","replicas":[{"name":"nats-2","current":true}]}})");
   REQUIRE(two.ok());
   CHECK_FALSE(two->AllCurrent());
   // One replica (a single server, or R1 in a cluster): no raft group.
-  auto one = core::nats_admin::ParseReplicas(
+  auto one = platformctl::nats_admin::ParseReplicas(
       R"({"config":{"num_replicas":1},"state":{"messages":1},"cluster":{"leader":"n"}})");
   REQUIRE(one.ok());
   CHECK_FALSE(one->raft);
@@ -139,10 +139,10 @@ TEST_CASE("replicas: the leader's view of each, and whether all are current", "[
 }
 
 TEST_CASE("stored messages: header blocks and base64 as JetStream returns them", "[dlq]") {
-  using core::nats_dlq::DecodeBase64;
-  using core::nats_dlq::ParseHeaderBlock;
+  using platformctl::nats_dlq::DecodeBase64;
+  using platformctl::nats_dlq::ParseHeaderBlock;
   CHECK(ParseHeaderBlock("NATS/1.0\r\nSa-Dlq-Reason: a: b\r\nX:y\r\nX: z\r\n\r\n") ==
-        core::Headers{{"Sa-Dlq-Reason", "a: b"}, {"X", "y"}, {"X", "z"}});
+        common::Headers{{"Sa-Dlq-Reason", "a: b"}, {"X", "y"}, {"X", "z"}});
   CHECK(ParseHeaderBlock("NATS/1.0\r\n\r\n").empty());
   CHECK(ParseHeaderBlock("").empty());
   CHECK(DecodeBase64("TkFUUy8xLjANCg0K") == std::string("NATS/1.0\r\n\r\n"));

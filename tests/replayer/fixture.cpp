@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "common/dead_letter.h"
-#include "common/nats_admin.h"
+#include "platformctl/nats_admin.h"
 
 namespace replayer_test {
 
@@ -20,9 +20,9 @@ Fixture::Fixture(int umami_processes, int site_count)
                                 "/platformctl/platformctl init 2>&1",
                             &rc);
   if (rc != 0) FAIL("platformctl init: " << out);
-  core::CommonConfig c;
+  common::CommonConfig c;
   c.nats_urls = {stack.Env("NATS_URL")};
-  auto conn = core::NatsClient::Connect(c, {});
+  auto conn = common::NatsClient::Connect(c, {});
   if (!conn) FAIL(conn.error().message);
   client = std::move(*conn);
   for (int i = 0; i < site_count; ++i) {
@@ -70,8 +70,8 @@ int Fixture::StopReplayer(int timeout_ms) {
   return rc;
 }
 
-core::backlog::StreamReading Fixture::Read(const std::string& stream) {
-  auto r = core::nats_admin::ReadStream(*client, stream);
+platformctl::backlog::StreamReading Fixture::Read(const std::string& stream) {
+  auto r = platformctl::nats_admin::ReadStream(*client, stream);
   if (!r) FAIL(r.error().message);
   return *r;
 }
@@ -111,7 +111,7 @@ std::vector<std::string> Fixture::DlqReasons() {
     natsMsg* msg = nullptr;
     if (js_GetMsg(&msg, client->js(), "WEB_DLQ", seq, nullptr, nullptr) != NATS_OK) continue;
     const char* reason = nullptr;
-    natsMsgHeader_Get(msg, core::dead_letter::kReason, &reason);
+    natsMsgHeader_Get(msg, common::dead_letter::kReason, &reason);
     out.push_back(reason ? reason : "");
     natsMsg_Destroy(msg);
   }

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "common/backlog.h"
 #include "common/nats_client.h"
+#include "platformctl/backlog.h"
 #include "tests/support/test_stack.h"
 #include "tests/support/web_events.h"
 
@@ -23,7 +23,7 @@ class Fixture {
   void KillReplayer();               // kill -9
   int StopReplayer(int timeout_ms);  // SIGTERM, returns the exit code
 
-  core::backlog::StreamReading Read(const std::string& stream);
+  platformctl::backlog::StreamReading Read(const std::string& stream);
   // Waits until WEB_EVENTS holds nothing and the consumer has nothing unacked.
   bool WaitDrained(int timeout_ms);
   std::vector<std::string> DlqReasons();  // Sa-Dlq-Reason of every WEB_DLQ message, in order
@@ -34,7 +34,7 @@ class Fixture {
   void Publish(const testsupport::TestEvent& e);
 
   testsupport::TestStack stack;
-  std::unique_ptr<core::NatsClient> client;
+  std::unique_ptr<common::NatsClient> client;
   std::vector<std::string> sites;
   std::unique_ptr<testsupport::ChildProcess> replayer;
   int metrics_port = 0;

@@ -27,7 +27,7 @@ TEST_CASE("http check: a header value with a control character is refused", "[ht
     auto st = CheckRequest(WithHeader("User-Agent", v));
     INFO("byte " << c);
     REQUIRE_FALSE(st);
-    CHECK(st.error().kind == core::ErrorKind::kInvalid);
+    CHECK(st.error().kind == common::ErrorKind::kInvalid);
     CHECK_THAT(st.error().message, Catch::Contains("header User-Agent holds a control character"));
     CHECK_THAT(st.error().message, Catch::Contains("at byte 3"));
   }

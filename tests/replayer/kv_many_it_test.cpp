@@ -16,7 +16,7 @@ using testsupport::TestStack;
 
 namespace {
 
-void CheckSameAsGet(core::KvBucket& kv, const std::vector<std::string>& keys) {
+void CheckSameAsGet(common::KvBucket& kv, const std::vector<std::string>& keys) {
   auto many = kv.GetMany(keys);
   REQUIRE(many.size() == keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -42,7 +42,7 @@ TEST_CASE("KV GetMany answers as Get does, in one round trip", "[integration][kv
                        &rc);
   REQUIRE(rc == 0);
   auto client = testsupport::ConnectNats(stack);
-  auto kv = core::KvBucket::Bind(*client, core::topology::kStoredIdsBucket);
+  auto kv = common::KvBucket::Bind(*client, common::topology::kStoredIdsBucket);
   REQUIRE(kv.ok());
   std::vector<std::string> keys;
   for (int i = 0; i < 300; ++i) {
@@ -72,7 +72,7 @@ TEST_CASE("KV GetMany falls back to Get on a bucket without direct gets", "[inte
       testsupport::AddRawStream(
           *client, {.name = "KV_plain_kv", .subject = "$KV.plain_kv.>", .max_msgs_per_subject = 1})
           .ok());
-  auto kv = core::KvBucket::Bind(*client, "plain_kv");
+  auto kv = common::KvBucket::Bind(*client, "plain_kv");
   REQUIRE(kv.ok());
   REQUIRE((*kv)->Put("a", "1").ok());
   REQUIRE((*kv)->Put("b", "2").ok());
@@ -87,10 +87,10 @@ TEST_CASE("KV GetMany gathers its answers under the connection's own inbox prefi
           "[integration][kv]") {
   TestStack stack({"nats"});
   auto client = testsupport::ConnectNats(stack);
-  core::CommonConfig c;
+  common::CommonConfig c;
   c.nats_urls = {stack.Env("NATS_URL")};
   c.nats_inbox_prefix = "_INBOX_kvtest";  // as a deployment sets it per user
-  auto own = core::NatsClient::Connect(c, {});
+  auto own = common::NatsClient::Connect(c, {});
   REQUIRE(own.ok());
   auto inbox = (*own)->NewInbox();
   REQUIRE(inbox.ok());
@@ -100,7 +100,7 @@ TEST_CASE("KV GetMany gathers its answers under the connection's own inbox prefi
                                               .max_msgs_per_subject = 1,
                                               .allow_direct = true})
               .ok());
-  auto kv = core::KvBucket::Bind(**own, "direct_kv");
+  auto kv = common::KvBucket::Bind(**own, "direct_kv");
   REQUIRE(kv.ok());
   REQUIRE((*kv)->Put("a", "1").ok());
   CheckSameAsGet(**kv, {"a", "b"});

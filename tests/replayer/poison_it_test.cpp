@@ -117,11 +117,11 @@ TEST_CASE("poison is dead-lettered with its reason and nobody else waits",
     const char* stream = nullptr;
     const char* oseq = nullptr;
     const char* detail = nullptr;
-    natsMsgHeader_Get(m, core::dead_letter::kReason, &reason);
-    natsMsgHeader_Get(m, core::dead_letter::kSubject, &subject);
-    natsMsgHeader_Get(m, core::dead_letter::kStream, &stream);
-    natsMsgHeader_Get(m, core::dead_letter::kStreamSeq, &oseq);
-    natsMsgHeader_Get(m, core::dead_letter::kDetail, &detail);
+    natsMsgHeader_Get(m, common::dead_letter::kReason, &reason);
+    natsMsgHeader_Get(m, common::dead_letter::kSubject, &subject);
+    natsMsgHeader_Get(m, common::dead_letter::kStream, &stream);
+    natsMsgHeader_Get(m, common::dead_letter::kStreamSeq, &oseq);
+    natsMsgHeader_Get(m, common::dead_letter::kDetail, &detail);
     CHECK(std::string(natsMsg_GetSubject(m)) == "dlq.web." + site);
     CHECK(std::string(subject) == "web.events." + site);
     CHECK(std::string(stream) == "WEB_EVENTS");

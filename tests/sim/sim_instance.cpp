@@ -284,6 +284,7 @@ void World::Execute(int inst) {
         // Refused, or (a server that crashed after storing) stored with the answer lost.
         bool stored_anyway = rng_.Chance(0.3);
         if (stored_anyway) {
+          ++events_[msgs_[seq - 1]->index].dlq_answer_lost;
           At(now_ + milliseconds(rng_.Int(0, 3)),
              [this, seq, reason] { DeadLetterStored(seq, reason); });
         }
@@ -333,9 +334,11 @@ void World::DeadLetterStored(uint64_t seq, const std::string& reason) {
   }
   // Behind a poison head, the visitor's excess goes to WEB_DLQ by design, unless Umami has been
   // down long enough that the head must have been tried again and found Umami down (the cap is
-  // lifted then): its longest backoff, 24 s, and a check given up after 10 s.
+  // lifted then): its longest backoff (24 s), a send that hangs until the engine gives it up
+  // (send timeout + 5 s), then a check given up after 10 s.
   bool behind_poison = reason == kOverflowReason && poison_lanes_.count(r.lane) != 0;
-  if (behind_poison && OutageFor() > std::chrono::seconds(40)) {
+  auto found_down_by = std::chrono::seconds(24 + 5 + 10 + 2) + sc_.core.send_timeout;
+  if (behind_poison && OutageFor() > found_down_by) {
     Fail(std::string("a good event (") + KindName(r.kind) + ", seq " + std::to_string(seq) +
          ") was dead-lettered as overflow while every Umami process has been down for a while");
     return;

@@ -14,6 +14,7 @@ struct World::Msg {
   uint64_t deliveries = 0;
   int holder = -1;
   uint64_t gen = 0;  // ack-wait timers armed before the last delivery or touch are ignored
+  bool progress_lost = false;  // its last in-progress ack was lost (Fault::kAcksLost)
 };
 
 struct World::Fetch {

@@ -131,7 +131,8 @@ std::vector<sim::Scenario> WriteFaultMatrix() {
 void Usage() {
   std::fprintf(stderr,
                "usage: replayer_sim [--scenarios N] [--first SEED] [--minutes M] [--threads T]\n"
-               "                    [--seed SEED [--trace]] [--matrix write-fault [--every K]]\n");
+               "                    [--seed SEED [--trace]] [--matrix write-fault [--max-rate R] "
+               "[--every K]]\n");
 }
 
 }  // namespace
@@ -142,7 +143,8 @@ int main(int argc, char** argv) {
   uint64_t first = 1;
   int threads = 2;
   bool one = false, trace = false, matrix = false;
-  int every = 1;  // --every K: every K-th matrix scenario (the sanitizer build's share)
+  int every = 1;        // --every K: every K-th matrix scenario (the sanitizer build's share)
+  double max_rate = 0;  // --max-rate R: only matrix scenarios of at most R events/s
   uint64_t seed = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -164,6 +166,8 @@ int main(int argc, char** argv) {
     } else if (a == "--seed") {
       one = true;
       seed = std::strtoull(next(), nullptr, 10);
+    } else if (a == "--max-rate") {
+      max_rate = std::atof(next());
     } else if (a == "--every") {
       every = std::max(1, std::atoi(next()));
     } else if (a == "--trace") {
@@ -195,8 +199,11 @@ int main(int argc, char** argv) {
   if (matrix) {
     list = WriteFaultMatrix();
     std::vector<sim::Scenario> some;
-    for (size_t k = 0; k < list.size(); k += every) some.push_back(list[k]);
-    list.swap(some);
+    for (const auto& sc : list) {
+      if (max_rate <= 0 || sc.rate <= max_rate) some.push_back(sc);
+    }
+    list.clear();
+    for (size_t k = 0; k < some.size(); k += every) list.push_back(some[k]);
   } else {
     if (scenarios <= 0) {
       Usage();

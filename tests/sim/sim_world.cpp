@@ -52,6 +52,8 @@ const char* FaultName(Fault f) {
       return "dlq-down";
     case Fault::kFetchDown:
       return "fetch-down";
+    case Fault::kAcksLost:
+      return "acks-lost";
   }
   return "?";
 }
@@ -238,6 +240,7 @@ void World::AnswerFetch(int inst, uint64_t epoch, int max_messages, bool timed_o
     }
     Msg& m = *msgs_[seq - 1];
     m.out = true;
+    m.progress_lost = false;
     ++m.deliveries;
     m.holder = inst;
     uint64_t gen = ++m.gen;
@@ -267,13 +270,15 @@ void World::Expire(uint64_t seq, uint64_t gen) {
   ++stats_.invariant_checks;
   if (m.holder >= 0) {
     Instance& I = *inst_[m.holder];
-    if (I.alive && I.core && !I.core->Done() && I.core->Holds(seq)) {
+    if (I.alive && I.core && !I.core->Done() && I.core->Holds(seq) && !m.progress_lost) {
       Fail("the ack wait of seq " + std::to_string(seq) +
            " ran out while the instance holding it still works on it");
       return;
     }
   }
-  Note("ack wait expired", seq, m.deliveries, m.holder);
+  Note(m.progress_lost ? "ack wait expired (acks lost)" : "ack wait expired", seq, m.deliveries,
+       m.holder);
+  m.progress_lost = false;
   ++stats_.redeliveries;
   MakeDue(seq);
 }
@@ -320,6 +325,11 @@ void World::Nak(uint64_t seq, milliseconds delay) {
 void World::InProgress(uint64_t seq) {
   Msg& m = *msgs_[seq - 1];
   if (m.acked || !m.out) return;
+  if (FaultActive(Fault::kAcksLost, -1) && rng_.Chance(0.5)) {
+    m.progress_lost = true;  // the ack wait keeps running from the delivery or last touch
+    return;
+  }
+  m.progress_lost = false;
   uint64_t gen = ++m.gen;
   At(now_ + sc_.core.ack_wait, [this, seq, gen] { Expire(seq, gen); });
 }

@@ -56,6 +56,8 @@ enum class Fault {
   kKvDown,     // KV reads and writes fail (all processes: process = -1)
   kDlqDown,    // WEB_DLQ refuses publishes
   kFetchDown,  // fetches fail
+  kAcksLost,   // half the in-progress acks are lost: JetStream redelivers a message its holder
+               // still works on, to that holder (the engine must adopt it, never send it twice)
 };
 const char* FaultName(Fault f);
 
@@ -99,11 +101,13 @@ struct EventRecord {
   int64_t accepted_ms = 0;
   std::string lane;
   // Outcome, as it happens.
-  int rows = 0;     // rows Umami wrote for it (of any send)
-  int ok_rows = 0;  // rows whose 2xx answer reached a live instance
-  int dropped = 0;  // bot answers
-  int dlq = 0;      // WEB_DLQ copies
-  int excuses = 0;  // crashes or lease losses while its send or guard record was under way
+  int rows = 0;             // rows Umami wrote for it (of any send)
+  int ok_rows = 0;          // rows whose 2xx answer reached a live instance
+  int dropped = 0;          // bot answers
+  int dlq = 0;              // WEB_DLQ copies
+  int excuses = 0;          // crashes or lease losses while its send or guard record was under way
+  int dlq_answer_lost = 0;  // WEB_DLQ stored its copy but the answer was lost: the origin may
+                            // come back and be stored too (a replay then finds its guard)
   int sends = 0;
   std::string dlq_reason;
 };

@@ -39,15 +39,15 @@ nlohmann::json MonitorJson(const std::string& url) {
 
 }  // namespace
 
-std::unique_ptr<core::NatsClient> ConnectNats(const TestStack& stack) {
-  core::CommonConfig c;
+std::unique_ptr<common::NatsClient> ConnectNats(const TestStack& stack) {
+  common::CommonConfig c;
   c.nats_urls = {stack.Env("NATS_URL")};
-  auto client = core::NatsClient::Connect(c, {});
+  auto client = common::NatsClient::Connect(c, {});
   if (!client) throw std::runtime_error("connect to NATS: " + client.error().message);
   return std::move(*client);
 }
 
-core::Status AddRawStream(core::NatsClient& client, const RawStream& spec) {
+common::Status AddRawStream(common::NatsClient& client, const RawStream& spec) {
   jsStreamConfig cfg;
   jsStreamConfig_Init(&cfg);
   cfg.Name = spec.name.c_str();
@@ -61,8 +61,8 @@ core::Status AddRawStream(core::NatsClient& client, const RawStream& spec) {
   jsStreamInfo* si = nullptr;
   natsStatus s = js_AddStream(&si, client.js(), &cfg, nullptr, nullptr);
   jsStreamInfo_Destroy(si);
-  if (s != NATS_OK) return core::NatsError(s, "add stream " + spec.name);
-  return core::Status();
+  if (s != NATS_OK) return common::NatsError(s, "add stream " + spec.name);
+  return common::Status();
 }
 
 int NodeOfServer(const std::string& server_name) {
@@ -74,7 +74,7 @@ int NodeOfServer(const std::string& server_name) {
   return std::stoi(server_name.substr(prefix.size()));
 }
 
-int LeaderOf(core::NatsClient& client, const RaftAsset& asset) {
+int LeaderOf(common::NatsClient& client, const RaftAsset& asset) {
   jsOptions jo;
   jsOptions_Init(&jo);
   jo.Wait = 2000;
@@ -100,22 +100,22 @@ int MetaLeader(const TestStack& stack, int ask) {
   return NodeOfServer(jsz["meta_cluster"].value("leader", ""));
 }
 
-core::Status StepDown(core::NatsClient& client, const RaftAsset& asset) {
+common::Status StepDown(common::NatsClient& client, const RaftAsset& asset) {
   std::string subject = asset.consumer.empty() ? "$JS.API.STREAM.LEADER.STEPDOWN." + asset.stream
                                                : "$JS.API.CONSUMER.LEADER.STEPDOWN." +
                                                      asset.stream + "." + asset.consumer;
   natsMsg* raw = nullptr;
   natsStatus s = natsConnection_RequestString(&raw, client.conn(), subject.c_str(), "", 3000);
-  if (s != NATS_OK) return core::NatsError(s, "step down " + asset.Name());
+  if (s != NATS_OK) return common::NatsError(s, "step down " + asset.Name());
   std::unique_ptr<natsMsg, MsgDeleter> reply(raw);
   const char* data = natsMsg_GetData(reply.get());
   std::string body = data != nullptr ? std::string(data, natsMsg_GetDataLength(reply.get())) : "";
   auto answer = nlohmann::json::parse(body, nullptr, false);
-  if (answer.is_object() && answer.value("success", false)) return core::Status::Ok();
-  return core::Error::Retryable("step down " + asset.Name() + ": " + body);
+  if (answer.is_object() && answer.value("success", false)) return common::Status::Ok();
+  return common::Error::Retryable("step down " + asset.Name() + ": " + body);
 }
 
-std::vector<RaftAsset> GatherLeadership(core::NatsClient& client, int node,
+std::vector<RaftAsset> GatherLeadership(common::NatsClient& client, int node,
                                         const std::vector<RaftAsset>& assets, int timeout_ms) {
   auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   std::vector<RaftAsset> left;
@@ -153,16 +153,17 @@ int ConnectedNode(const TestStack& stack, const std::string& name_prefix) {
   return 0;
 }
 
-core::Result<core::PubAck> PublishUntilAcked(core::NatsClient& client, const core::OutMessage& m,
-                                             int timeout_ms, int* tries) {
+common::Result<common::PubAck> PublishUntilAcked(common::NatsClient& client,
+                                                 const common::OutMessage& m, int timeout_ms,
+                                                 int* tries) {
   if (m.msg_id.empty()) {
-    return core::Error::Invalid("a retried publish needs a Nats-Msg-Id, or it may store twice");
+    return common::Error::Invalid("a retried publish needs a Nats-Msg-Id, or it may store twice");
   }
   auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   int n = 0;
   while (true) {
     ++n;
-    auto ack = core::PublishSync(client, m);
+    auto ack = common::PublishSync(client, m);
     if (ack.ok() || Clock::now() >= deadline) {
       if (tries != nullptr) *tries = n;
       return ack;

@@ -20,7 +20,7 @@
 namespace testsupport {
 
 // A client of the stack's NATS (every node's URL); throws when it cannot connect.
-std::unique_ptr<core::NatsClient> ConnectNats(const TestStack& stack);
+std::unique_ptr<common::NatsClient> ConnectNats(const TestStack& stack);
 
 // A stream made by hand or by an older tool, not by platformctl init: limits retention, file
 // storage, no direct gets unless asked.
@@ -30,7 +30,7 @@ struct RawStream {
   int64_t max_msgs_per_subject = -1;
   bool allow_direct = false;
 };
-core::Status AddRawStream(core::NatsClient& client, const RawStream& spec);
+common::Status AddRawStream(common::NatsClient& client, const RawStream& spec);
 
 // A raft group of JetStream: a stream (consumer empty) or one of its consumers.
 struct RaftAsset {
@@ -43,16 +43,16 @@ struct RaftAsset {
 int NodeOfServer(const std::string& server_name);
 
 // The node leading the asset (JetStream stream or consumer info, cluster.leader); 0 when none.
-int LeaderOf(core::NatsClient& client, const RaftAsset& asset);
+int LeaderOf(common::NatsClient& client, const RaftAsset& asset);
 // The node leading the JetStream meta group, from node `ask`'s /jsz; 0 when unknown.
 int MetaLeader(const TestStack& stack, int ask);
 
 // Asks the asset's leader to step down (the cluster elects another).
-core::Status StepDown(core::NatsClient& client, const RaftAsset& asset);
+common::Status StepDown(common::NatsClient& client, const RaftAsset& asset);
 
 // Steps down every asset not led by `node` until `node` leads them all or timeout_ms passes
 // (an election picks among the other replicas at random). Returns the assets it could not move.
-std::vector<RaftAsset> GatherLeadership(core::NatsClient& client, int node,
+std::vector<RaftAsset> GatherLeadership(common::NatsClient& client, int node,
                                         const std::vector<RaftAsset>& assets, int timeout_ms);
 
 // The node a client whose connection name starts with `name_prefix` is connected to (from every
@@ -63,7 +63,8 @@ int ConnectedNode(const TestStack& stack, const std::string& name_prefix);
 // node died) a publish fails for a few seconds with "no responders" or a timeout. Every try
 // carries the same Nats-Msg-Id, so the stream stores the message once even when a try whose
 // answer was lost had stored it. *tries (optional) gets the number of publishes made.
-core::Result<core::PubAck> PublishUntilAcked(core::NatsClient& client, const core::OutMessage& m,
-                                             int timeout_ms, int* tries = nullptr);
+common::Result<common::PubAck> PublishUntilAcked(common::NatsClient& client,
+                                                 const common::OutMessage& m, int timeout_ms,
+                                                 int* tries = nullptr);
 
 }  // namespace testsupport

@@ -30,38 +30,38 @@ std::string EventJson(const TestEvent& e, int64_t accepted_at_ms) {
   std::string url =
       e.url.empty() ? "/v" + std::to_string(e.visitor) + "/" + std::to_string(e.seq) : e.url;
   std::string ua = e.user_agent.empty() ? VisitorAgent(e.visitor) : e.user_agent;
-  return R"({"id":")" + core::JsonEscape(e.id) + R"(","website":")" + e.site + R"(","visitor":")" +
-         VisitorKey(e.visitor) + R"(","accepted_at":)" + std::to_string(accepted_at_ms) +
-         R"(,"ip":")" + VisitorIp(e.visitor) + R"(","user_agent":")" + core::JsonEscape(ua) +
-         R"(","type":")" + e.type + R"(","payload":{"hostname":"example.com","url":")" +
-         core::JsonEscape(url) +
+  return R"({"id":")" + common::JsonEscape(e.id) + R"(","website":")" + e.site +
+         R"(","visitor":")" + VisitorKey(e.visitor) + R"(","accepted_at":)" +
+         std::to_string(accepted_at_ms) + R"(,"ip":")" + VisitorIp(e.visitor) +
+         R"(","user_agent":")" + common::JsonEscape(ua) + R"(","type":")" + e.type +
+         R"(","payload":{"hostname":"example.com","url":")" + common::JsonEscape(url) +
          R"(","referrer":"","title":"t","language":"en-US","screen":"1920x1080","name":"e)" +
          std::to_string(e.seq) + R"(","data":)" + e.data_json + "}}";
 }
 
-core::Status PublishRaw(core::NatsClient& client, const std::string& subject,
-                        const std::string& body, const std::string& msg_id) {
-  core::OutMessage m;
+common::Status PublishRaw(common::NatsClient& client, const std::string& subject,
+                          const std::string& body, const std::string& msg_id) {
+  common::OutMessage m;
   m.subject = subject;
   m.data = body;
   m.msg_id = msg_id;
-  auto ack = core::PublishSync(client, m);
+  auto ack = common::PublishSync(client, m);
   if (!ack) return ack.error();
-  return core::Status::Ok();
+  return common::Status::Ok();
 }
 
-core::OutMessage EventMessage(const TestEvent& e) {
+common::OutMessage EventMessage(const TestEvent& e) {
   int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
-  core::OutMessage m;
+  common::OutMessage m;
   m.subject = "web.events." + e.site;
   m.data = EventJson(e, now_ms);
   m.msg_id = e.id;
   return m;
 }
 
-core::Status PublishEvent(core::NatsClient& client, const TestEvent& e) {
+common::Status PublishEvent(common::NatsClient& client, const TestEvent& e) {
   auto m = EventMessage(e);
   return PublishRaw(client, m.subject, m.data, m.msg_id);
 }

@@ -28,12 +28,12 @@ std::string VisitorIp(int visitor);
 std::string VisitorAgent(int visitor);
 std::string EventJson(const TestEvent& e, int64_t accepted_at_ms);
 // The message the edge would publish: web.events.<site>, Nats-Msg-Id = id, accepted now.
-core::OutMessage EventMessage(const TestEvent& e);
+common::OutMessage EventMessage(const TestEvent& e);
 // Publishes to web.events.<site> with Nats-Msg-Id = id and waits for the stream's ack.
-core::Status PublishEvent(core::NatsClient& client, const TestEvent& e);
+common::Status PublishEvent(common::NatsClient& client, const TestEvent& e);
 // A raw body, for malformed messages.
-core::Status PublishRaw(core::NatsClient& client, const std::string& subject,
-                        const std::string& body, const std::string& msg_id);
+common::Status PublishRaw(common::NatsClient& client, const std::string& subject,
+                          const std::string& body, const std::string& msg_id);
 
 // Registers a website in Umami's database.
 void AddWebsite(const std::string& umami_db_url, const std::string& website_id);

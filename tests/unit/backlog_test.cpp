@@ -1,8 +1,8 @@
-#include "common/backlog.h"
+#include "platformctl/backlog.h"
 
 #include <catch2/catch.hpp>
 
-using namespace core::backlog;
+using namespace platformctl::backlog;
 
 namespace {
 constexpr int64_t kSec = 1'000'000'000;

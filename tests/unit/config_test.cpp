@@ -5,10 +5,10 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 
-using core::ConfigError;
-using core::ConfigReader;
-using core::Millis;
-using core::ParseDuration;
+using common::ConfigError;
+using common::ConfigReader;
+using common::Millis;
+using common::ParseDuration;
 using Env = std::map<std::string, std::string>;
 
 TEST_CASE("durations parse in every unit and reject junk", "[config]") {
@@ -24,14 +24,14 @@ TEST_CASE("durations parse in every unit and reject junk", "[config]") {
   CHECK_FALSE(ParseDuration("5 s"));
   CHECK_FALSE(ParseDuration("-5s"));
   CHECK_FALSE(ParseDuration("5w"));
-  CHECK(core::FormatDuration(Millis(72LL * 3'600'000)) == "3d");
-  CHECK(core::FormatDuration(Millis(90'000)) == "90s");
+  CHECK(common::FormatDuration(Millis(72LL * 3'600'000)) == "3d");
+  CHECK(common::FormatDuration(Millis(90'000)) == "90s");
 }
 
 TEST_CASE("defaults apply when nothing is set", "[config]") {
   ConfigReader r({});
-  auto c = core::ReadCommonConfig(r, "127.0.0.1:9464");
-  auto t = core::ReadTopologyConfig(r);
+  auto c = common::ReadCommonConfig(r, "127.0.0.1:9464");
+  auto t = common::ReadTopologyConfig(r);
   REQUIRE_NOTHROW(r.Finish());
   CHECK(c.nats_urls == std::vector<std::string>{"nats://127.0.0.1:4222"});
   CHECK(c.log_level == "info");
@@ -49,8 +49,8 @@ TEST_CASE("every bad variable is named in one start-up error", "[config]") {
                   {"METRICS_LISTEN", "localhost"},
                   {"STREAM_REPLICAS", "7"},
                   {"WEB_EVENTS_MAX_AGE", "three days"}});
-  auto c = core::ReadCommonConfig(r, "127.0.0.1:9464");
-  core::ReadTopologyConfig(r);
+  auto c = common::ReadCommonConfig(r, "127.0.0.1:9464");
+  common::ReadTopologyConfig(r);
   try {
     r.Finish();
     FAIL("Finish() should have thrown");
@@ -69,12 +69,12 @@ TEST_CASE("every bad variable is named in one start-up error", "[config]") {
 TEST_CASE("NATS identity: user needs password, creds must exist, not both", "[config]") {
   {
     ConfigReader r(Env{{"NATS_USER", "replayer"}});
-    core::ReadCommonConfig(r, "127.0.0.1:1");
+    common::ReadCommonConfig(r, "127.0.0.1:1");
     CHECK_THROWS_WITH(r.Finish(), Catch::Contains("NATS_PASSWORD: is required"));
   }
   {
     ConfigReader r(Env{{"NATS_CREDS", "/nonexistent/x.creds"}});
-    core::ReadCommonConfig(r, "127.0.0.1:1");
+    common::ReadCommonConfig(r, "127.0.0.1:1");
     CHECK_THROWS_WITH(r.Finish(), Catch::Contains("is not a readable file"));
   }
 }
@@ -82,13 +82,13 @@ TEST_CASE("NATS identity: user needs password, creds must exist, not both", "[co
 TEST_CASE("NATS inbox prefix: one subject token or nothing", "[config]") {
   {
     ConfigReader r(Env{{"NATS_INBOX_PREFIX", "_INBOX_replayer"}});
-    auto c = core::ReadCommonConfig(r, "127.0.0.1:1");
+    auto c = common::ReadCommonConfig(r, "127.0.0.1:1");
     REQUIRE_NOTHROW(r.Finish());
     CHECK(c.nats_inbox_prefix == "_INBOX_replayer");
   }
   for (const char* bad : {"_INBOX.replayer", "_INBOX_*", "in box", "_INBOX>"}) {
     ConfigReader r(Env{{"NATS_INBOX_PREFIX", bad}});
-    core::ReadCommonConfig(r, "127.0.0.1:1");
+    common::ReadCommonConfig(r, "127.0.0.1:1");
     CHECK_THROWS_WITH(r.Finish(), Catch::Contains("NATS_INBOX_PREFIX") &&
                                       Catch::Contains("must be one subject token"));
   }
@@ -96,7 +96,7 @@ TEST_CASE("NATS inbox prefix: one subject token or nothing", "[config]") {
 
 TEST_CASE("a stored-ids TTL not longer than the stream max age is refused", "[config]") {
   ConfigReader r(Env{{"STORED_IDS_TTL", "72h"}});
-  core::ReadTopologyConfig(r);
+  common::ReadTopologyConfig(r);
   CHECK_THROWS_WITH(r.Finish(), Catch::Contains("STORED_IDS_TTL: must be longer"));
 }
 
@@ -129,21 +129,21 @@ TEST_CASE("a URL with user info is refused and its password never printed", "[co
   r.UrlList("UMAMI_URLS", "", {"http", "https"});
   REQUIRE(r.errors().size() == 1);
   CHECK(r.errors()[0].find("s3cr3t") == std::string::npos);
-  CHECK(core::RedactUrl("http://u:p@h:1/a@b") == "http://***@h:1/a@b");
-  CHECK(core::RedactUrl("http://h:1/a@b") == "http://h:1/a@b");
+  CHECK(common::RedactUrl("http://u:p@h:1/a@b") == "http://***@h:1/a@b");
+  CHECK(common::RedactUrl("http://h:1/a@b") == "http://h:1/a@b");
 }
 
 TEST_CASE("METRICS_LISTEN is an IPv4 address and a port", "[config]") {
   for (const char* ok : {"0.0.0.0:9464", "127.0.0.1:0", "10.1.2.3:65535"}) {
     ConfigReader r(Env{{"METRICS_LISTEN", ok}});
-    auto c = core::ReadCommonConfig(r, "127.0.0.1:1");
+    auto c = common::ReadCommonConfig(r, "127.0.0.1:1");
     CHECK_NOTHROW(r.Finish());
     CHECK(c.metrics_listen == ok);
   }
   for (const char* bad :
        {"localhost:9464", "9464", ":9464", "1.2.3.4:65536", "1.2.3:80", "[::]:80", "1.2.3.4:x"}) {
     ConfigReader r(Env{{"METRICS_LISTEN", bad}});
-    core::ReadCommonConfig(r, "127.0.0.1:1");
+    common::ReadCommonConfig(r, "127.0.0.1:1");
     CHECK_THROWS_WITH(r.Finish(), Catch::Contains("METRICS_LISTEN: '" + std::string(bad) +
                                                   "' is not IPv4-address:port"));
   }
@@ -169,7 +169,7 @@ TEST_CASE("NATS TLS: tls:// URLs, CA and client certificate files checked at sta
                        {"NATS_CA", ca},
                        {"NATS_CERT", cert},
                        {"NATS_KEY", key}});
-    auto c = core::ReadCommonConfig(r, "127.0.0.1:1");
+    auto c = common::ReadCommonConfig(r, "127.0.0.1:1");
     REQUIRE_NOTHROW(r.Finish());
     CHECK(c.nats_tls);
     CHECK(c.nats_ca == ca);
@@ -179,18 +179,18 @@ TEST_CASE("NATS TLS: tls:// URLs, CA and client certificate files checked at sta
   {
     // tls:// without a CA: the system's trust store.
     ConfigReader r(Env{{"NATS_URL", "tls://a:4222"}});
-    auto c = core::ReadCommonConfig(r, "127.0.0.1:1");
+    auto c = common::ReadCommonConfig(r, "127.0.0.1:1");
     REQUIRE_NOTHROW(r.Finish());
     CHECK(c.nats_tls);
     CHECK(c.nats_ca.empty());
   }
   {
     ConfigReader r({});
-    CHECK_FALSE(core::ReadCommonConfig(r, "127.0.0.1:1").nats_tls);
+    CHECK_FALSE(common::ReadCommonConfig(r, "127.0.0.1:1").nats_tls);
   }
   auto fails = [](const Env& env, const std::string& what) {
     ConfigReader r(env);
-    core::ReadCommonConfig(r, "127.0.0.1:1");
+    common::ReadCommonConfig(r, "127.0.0.1:1");
     CHECK_THROWS_WITH(r.Finish(), Catch::Contains(what));
   };
   fails({{"NATS_URL", "tls://a:4222"}, {"NATS_CA", "/nonexistent/ca.pem"}},
@@ -214,8 +214,8 @@ TEST_CASE("NATS TLS: tls:// URLs, CA and client certificate files checked at sta
 
 TEST_CASE("the reader lists every variable asked for, with its default", "[config]") {
   ConfigReader r({});
-  core::ReadCommonConfig(r, "0.0.0.0:9464");
-  core::ReadTopologyConfig(r);
+  common::ReadCommonConfig(r, "0.0.0.0:9464");
+  common::ReadTopologyConfig(r);
   const auto& v = r.variables();
   auto find = [&](const std::string& name) -> const std::string* {
     for (const auto& [n, d] : v) {

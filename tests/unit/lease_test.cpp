@@ -4,26 +4,26 @@
 
 #include "common/stop_signal.h"
 
-using core::LeaseDecision;
+using common::LeaseDecision;
 using namespace std::chrono_literals;
 
 namespace {
 using Op = LeaseDecision::Op;
 using Change = LeaseDecision::Change;
-const core::LeaseClock::time_point t0 = core::LeaseClock::time_point{} + 1000s;
+const common::LeaseClock::time_point t0 = common::LeaseClock::time_point{} + 1000s;
 }  // namespace
 
 TEST_CASE("lease timing follows the bucket TTL", "[lease]") {
-  auto t = core::LeaseTiming::ForTtl(15s);
+  auto t = common::LeaseTiming::ForTtl(15s);
   CHECK(t.ttl == 15s);
   CHECK(t.renew_every == 5s);
   CHECK(t.margin == 3s);
   CHECK(t.poll == 1s);
-  CHECK(core::LeaseTiming::ForTtl(2s).poll == 200ms);
+  CHECK(common::LeaseTiming::ForTtl(2s).poll == 200ms);
 }
 
 TEST_CASE("a follower creates the lease and then renews it on its revision", "[lease]") {
-  LeaseDecision d(core::LeaseTiming::ForTtl(15s));
+  LeaseDecision d(common::LeaseTiming::ForTtl(15s));
   auto a = d.Next(t0);
   REQUIRE(a.op == Op::kCreate);
   CHECK_FALSE(d.Leads(t0));
@@ -42,7 +42,7 @@ TEST_CASE("a follower creates the lease and then renews it on its revision", "[l
 }
 
 TEST_CASE("a refused create is retried after the poll interval", "[lease]") {
-  LeaseDecision d(core::LeaseTiming::ForTtl(15s));
+  LeaseDecision d(common::LeaseTiming::ForTtl(15s));
   REQUIRE(d.Next(t0).op == Op::kCreate);
   d.OnCreateRefused(t0);
   CHECK(d.Next(t0 + 500ms).op == Op::kNone);
@@ -51,7 +51,7 @@ TEST_CASE("a refused create is retried after the poll interval", "[lease]") {
 }
 
 TEST_CASE("the first failed renewal ends leadership at once", "[lease]") {
-  LeaseDecision d(core::LeaseTiming::ForTtl(15s));
+  LeaseDecision d(common::LeaseTiming::ForTtl(15s));
   d.Next(t0);
   d.OnCreated(t0, 1);
   d.TakeChange();
@@ -63,7 +63,7 @@ TEST_CASE("the first failed renewal ends leadership at once", "[lease]") {
 }
 
 TEST_CASE("a leader paused past its deadline stops leading without any reply", "[lease]") {
-  LeaseDecision d(core::LeaseTiming::ForTtl(15s));
+  LeaseDecision d(common::LeaseTiming::ForTtl(15s));
   d.Next(t0);
   d.OnCreated(t0, 1);
   d.TakeChange();
@@ -78,7 +78,7 @@ TEST_CASE("a leader paused past its deadline stops leading without any reply", "
 }
 
 TEST_CASE("a renewal sent after the deadline does not extend it", "[lease]") {
-  LeaseDecision d(core::LeaseTiming::ForTtl(15s));
+  LeaseDecision d(common::LeaseTiming::ForTtl(15s));
   d.Next(t0);
   d.OnCreated(t0, 1);
   d.OnRenewed(t0 + 13s, 2);  // sent after t0 + 12 s
@@ -86,7 +86,7 @@ TEST_CASE("a renewal sent after the deadline does not extend it", "[lease]") {
 }
 
 TEST_CASE("resigning ends leadership and reports it", "[lease]") {
-  LeaseDecision d(core::LeaseTiming::ForTtl(15s));
+  LeaseDecision d(common::LeaseTiming::ForTtl(15s));
   d.Next(t0);
   d.OnCreated(t0, 1);
   d.TakeChange();
@@ -96,8 +96,8 @@ TEST_CASE("resigning ends leadership and reports it", "[lease]") {
 }
 
 TEST_CASE("the lease holder record round-trips and rejects other values", "[lease]") {
-  core::LeaseHolder h{"core-1", "node-a", 4242, 1764427800123, 1764427900456};
-  auto back = core::LeaseHolder::FromJson(h.ToJson());
+  common::LeaseHolder h{"core-1", "node-a", 4242, 1764427800123, 1764427900456};
+  auto back = common::LeaseHolder::FromJson(h.ToJson());
   REQUIRE(back);
   CHECK(back->instance == "core-1");
   CHECK(back->host == "node-a");
@@ -105,25 +105,25 @@ TEST_CASE("the lease holder record round-trips and rejects other values", "[leas
   CHECK(back->started_unix_ms == 1764427800123);
   CHECK(back->acquired_unix_ms == 1764427900456);
   CHECK(h.Describe() == "core-1 (node-a, pid 4242)");
-  CHECK_FALSE(core::LeaseHolder::FromJson("not json"));
-  CHECK_FALSE(core::LeaseHolder::FromJson("{\"instance\":\"x\"}"));
-  CHECK_FALSE(core::LeaseHolder::FromJson("[1,2]"));
+  CHECK_FALSE(common::LeaseHolder::FromJson("not json"));
+  CHECK_FALSE(common::LeaseHolder::FromJson("{\"instance\":\"x\"}"));
+  CHECK_FALSE(common::LeaseHolder::FromJson("[1,2]"));
 }
 
 TEST_CASE("a term flag stops with its parent, its own request or its deadline", "[stop]") {
-  core::StopFlag parent;
-  core::StopFlag term(&parent);
+  common::StopFlag parent;
+  common::StopFlag term(&parent);
   CHECK_FALSE(term.stopping());
   CHECK_FALSE(term.WaitFor(20ms));
   parent.Request();
   CHECK(term.stopping());
   CHECK(term.WaitFor(1s));
 
-  core::StopFlag own;
+  common::StopFlag own;
   own.Request();
   CHECK(own.stopping());
 
-  core::StopFlag timed;
+  common::StopFlag timed;
   timed.ExtendDeadline(std::chrono::steady_clock::now() + 50ms);
   CHECK_FALSE(timed.stopping());
   auto start = std::chrono::steady_clock::now();
@@ -134,14 +134,14 @@ TEST_CASE("a term flag stops with its parent, its own request or its deadline", 
 }
 
 TEST_CASE("a lost lease expires the term, a request only stops it", "[stop]") {
-  core::StopFlag lost;
+  common::StopFlag lost;
   lost.ExtendDeadline(std::chrono::steady_clock::now() + 1h);
   CHECK_FALSE(lost.expired());
   lost.Expire();
   CHECK(lost.stopping());
   CHECK(lost.expired());
 
-  core::StopFlag requested;
+  common::StopFlag requested;
   requested.ExtendDeadline(std::chrono::steady_clock::now() + 1h);
   requested.Request();
   CHECK(requested.stopping());

@@ -5,7 +5,7 @@
 using namespace std::chrono;
 
 TEST_CASE("a repeated event is logged the first times, then once per period", "[log]") {
-  core::LogLimiter limit(3, seconds(60));
+  common::LogLimiter limit(3, seconds(60));
   steady_clock::time_point t{};
   int64_t suppressed = -1;
   for (int i = 0; i < 3; ++i) {

@@ -8,7 +8,7 @@
 #include "platformctl/exporter.h"
 #include "replayer/replayer_metrics.h"
 
-using namespace core::metrics;
+using namespace common::metrics;
 
 namespace {
 bool Has(const std::string& text, const std::string& line) {

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-using namespace core::topology;
+using namespace common::topology;
 using A = StreamPlan::Action;
 
 namespace {
@@ -18,7 +18,7 @@ StreamSettings Find(const std::vector<StreamSettings>& all, const std::string& n
 }  // namespace
 
 TEST_CASE("the desired topology follows SPEC section 2", "[topology]") {
-  core::TopologyConfig c;
+  common::TopologyConfig c;
   auto all = Desired(c);
   REQUIRE(all.size() == 7);
   auto web = Find(all, "WEB_EVENTS");
@@ -42,13 +42,13 @@ TEST_CASE("the desired topology follows SPEC section 2", "[topology]") {
 }
 
 TEST_CASE("replicas come from the configuration", "[topology]") {
-  core::TopologyConfig c;
+  common::TopologyConfig c;
   c.replicas = 3;
   for (const auto& s : Desired(c)) CHECK(s.replicas == 3);
 }
 
 TEST_CASE("plan: absent is created, equal is unchanged", "[topology]") {
-  auto want = Desired(core::TopologyConfig{}).front();
+  auto want = Desired(common::TopologyConfig{}).front();
   CHECK(PlanStream(want, std::nullopt).action == A::kCreate);
   auto plan = PlanStream(want, want);
   CHECK(plan.action == A::kUnchanged);
@@ -56,7 +56,7 @@ TEST_CASE("plan: absent is created, equal is unchanged", "[topology]") {
 }
 
 TEST_CASE("plan: updatable differences are listed", "[topology]") {
-  auto want = Desired(core::TopologyConfig{}).front();
+  auto want = Desired(common::TopologyConfig{}).front();
   auto have = want;
   have.max_age = std::chrono::hours(24);
   have.replicas = 3;
@@ -68,7 +68,7 @@ TEST_CASE("plan: updatable differences are listed", "[topology]") {
 }
 
 TEST_CASE("plan: retention, storage or foreign subjects conflict", "[topology]") {
-  auto want = Desired(core::TopologyConfig{}).front();
+  auto want = Desired(common::TopologyConfig{}).front();
   auto have = want;
   have.retention = Retention::kLimits;
   auto plan = PlanStream(want, have);
@@ -93,8 +93,8 @@ TEST_CASE("plan: retention, storage or foreign subjects conflict", "[topology]")
 
 TEST_CASE("the work-queue streams leave the DLQ headers room below the max payload", "[topology]") {
   const int64_t max_payload = 8 * 1024 * 1024;
-  auto all = Desired(core::TopologyConfig{}, max_payload);
-  const int64_t want = max_payload - core::dead_letter::kHeaderRoom;
+  auto all = Desired(common::TopologyConfig{}, max_payload);
+  const int64_t want = max_payload - common::dead_letter::kHeaderRoom;
   CHECK(WorkQueueMaxMsgSize(max_payload) == want);
   CHECK(Find(all, "WEB_EVENTS").max_msg_size == want);
   CHECK(Find(all, "API_METRICS").max_msg_size == want);
@@ -102,8 +102,8 @@ TEST_CASE("the work-queue streams leave the DLQ headers room below the max paylo
   CHECK(Find(all, "API_DLQ").max_msg_size == -1);
   CHECK(Find(all, "KV_locks").max_msg_size == -1);
   // Without a max payload nothing is limited (and the room must exist to be left).
-  CHECK(Find(Desired(core::TopologyConfig{}), "WEB_EVENTS").max_msg_size == -1);
-  CHECK(WorkQueueMaxMsgSize(core::dead_letter::kHeaderRoom) == 0);
+  CHECK(Find(Desired(common::TopologyConfig{}), "WEB_EVENTS").max_msg_size == -1);
+  CHECK(WorkQueueMaxMsgSize(common::dead_letter::kHeaderRoom) == 0);
   CHECK(WorkQueueMaxMsgSize(0) == 0);
 
   auto web = Find(all, "WEB_EVENTS");

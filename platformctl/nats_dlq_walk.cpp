@@ -21,12 +21,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/nats_admin.h"
-#include "common/nats_dlq.h"
-#include "common/nats_dlq_get.h"
 #include "common/nats_status.h"
+#include "platformctl/nats_admin.h"
+#include "platformctl/nats_dlq.h"
+#include "platformctl/nats_dlq_get.h"
 
-namespace core::nats_dlq {
+namespace platformctl::nats_dlq {
 namespace {
 
 using detail::FirstSeqAtOrAfter;
@@ -285,4 +285,4 @@ Result<std::optional<StoredMessage>> StreamBrowser::Next() {
   return std::optional<StoredMessage>(std::move(m));
 }
 
-}  // namespace core::nats_dlq
+}  // namespace platformctl::nats_dlq

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace core::backlog {
+namespace platformctl::backlog {
 
 struct ConsumerReading {
   std::string name;
@@ -68,4 +68,4 @@ StreamView Compute(const std::optional<StreamReading>& before, const StreamReadi
 // traffic). Nullopt when the interval is not positive.
 std::optional<double> Rate(uint64_t before, uint64_t after, double interval_seconds);
 
-}  // namespace core::backlog
+}  // namespace platformctl::backlog

@@ -1,4 +1,4 @@
-#include "common/nats_admin_request.h"
+#include "platformctl/nats_admin_request.h"
 
 #include <nats/nats.h>
 
@@ -11,7 +11,7 @@
 
 #include "common/nats_status.h"
 
-namespace core::nats_admin {
+namespace platformctl::nats_admin {
 namespace {
 
 struct MsgDeleter {
@@ -167,4 +167,4 @@ std::optional<int64_t> ParseJsTime(std::string_view s) {
   return (static_cast<int64_t>(t) - offset_s) * 1'000'000'000 + frac_ns;
 }
 
-}  // namespace core::nats_admin
+}  // namespace platformctl::nats_admin

@@ -9,9 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "common/nats_dlq.h"
+#include "platformctl/nats_dlq.h"
 
-namespace core::nats_dlq::detail {
+namespace platformctl::nats_dlq::detail {
+
+// Built on common's types (Result, NatsClient, Headers): used unqualified here.
+using namespace common;  // NOLINT(google-build-using-namespace)
 
 // Requests in flight at once at most.
 inline constexpr size_t kMaxWindow = 256;
@@ -41,4 +44,4 @@ Result<std::optional<StoredMessage>> GetNext(NatsClient& client, const std::stri
 Result<uint64_t> FirstSeqAtOrAfter(NatsClient& client, const BrowseSpec& spec, uint64_t lo,
                                    uint64_t last);
 
-}  // namespace core::nats_dlq::detail
+}  // namespace platformctl::nats_dlq::detail

@@ -1,4 +1,4 @@
-#include "common/nats_dlq_get.h"
+#include "platformctl/nats_dlq_get.h"
 
 #include <nats/nats.h>
 
@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/nats_admin.h"
 #include "common/nats_status.h"
+#include "platformctl/nats_admin.h"
 
-namespace core::nats_dlq {
+namespace platformctl::nats_dlq {
 namespace detail {
 namespace {
 
@@ -273,4 +273,4 @@ std::optional<std::string> DecodeBase64(std::string_view in) {
   return out;
 }
 
-}  // namespace core::nats_dlq
+}  // namespace platformctl::nats_dlq

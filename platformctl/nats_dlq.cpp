@@ -1,4 +1,4 @@
-#include "common/nats_dlq.h"
+#include "platformctl/nats_dlq.h"
 
 #include <nats/nats.h>
 
@@ -9,11 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/nats_admin.h"
-#include "common/nats_dlq_get.h"
 #include "common/nats_status.h"
+#include "platformctl/nats_admin.h"
+#include "platformctl/nats_dlq_get.h"
 
-namespace core::nats_dlq {
+namespace platformctl::nats_dlq {
 
 using detail::GetBody;
 using detail::kMaxWindow;
@@ -206,4 +206,4 @@ std::vector<Result<bool>> GetAll(NatsClient& client, const std::string& stream,
   return out;
 }
 
-}  // namespace core::nats_dlq
+}  // namespace platformctl::nats_dlq

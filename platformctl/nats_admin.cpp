@@ -1,4 +1,4 @@
-#include "common/nats_admin.h"
+#include "platformctl/nats_admin.h"
 
 #include <nats/nats.h>
 
@@ -12,7 +12,7 @@
 #include "common/nats_status.h"
 #include "common/timefmt.h"
 
-namespace core::nats_admin {
+namespace platformctl::nats_admin {
 namespace {
 
 using topology::Retention;
@@ -448,4 +448,4 @@ Status SetReplicas(NatsClient& client, const std::string& stream, int replicas) 
   return Error::Permanent(what + ": an unexpected answer: " + answer->substr(0, 200));
 }
 
-}  // namespace core::nats_admin
+}  // namespace platformctl::nats_admin

@@ -21,7 +21,10 @@
 #include "common/nats_client.h"
 #include "common/result.h"
 
-namespace core::nats_admin {
+namespace platformctl::nats_admin {
+
+// Built on common's types (Result, NatsClient, Headers): used unqualified here.
+using namespace common;  // NOLINT(google-build-using-namespace)
 
 // How long a command waits for a cluster that does not answer before it gives up: long enough
 // for an election (a node killed or SIGSTOPped), short enough for an operator to wait.
@@ -74,4 +77,4 @@ std::string LastServerError(NatsClient& client);
 // nullopt when it is not one. "0001-01-01T00:00:00Z" (Go's zero time) reads as 0.
 std::optional<int64_t> ParseJsTime(std::string_view text);
 
-}  // namespace core::nats_admin
+}  // namespace platformctl::nats_admin

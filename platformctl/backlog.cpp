@@ -1,6 +1,6 @@
-#include "common/backlog.h"
+#include "platformctl/backlog.h"
 
-namespace core::backlog {
+namespace platformctl::backlog {
 
 std::optional<double> Rate(uint64_t before, uint64_t after, double interval_seconds) {
   if (!(interval_seconds > 0)) return std::nullopt;
@@ -54,4 +54,4 @@ StreamView Compute(const std::optional<StreamReading>& before, const StreamReadi
   return v;
 }
 
-}  // namespace core::backlog
+}  // namespace platformctl::backlog

@@ -12,13 +12,16 @@
 #include <string_view>
 #include <vector>
 
-#include "common/backlog.h"
-#include "common/nats_admin_request.h"
 #include "common/nats_client.h"
 #include "common/result.h"
 #include "common/topology.h"
+#include "platformctl/backlog.h"
+#include "platformctl/nats_admin_request.h"
 
-namespace core::nats_admin {
+namespace platformctl::nats_admin {
+
+// Built on common's types (Result, NatsClient, Headers): used unqualified here.
+using namespace common;  // NOLINT(google-build-using-namespace)
 
 // The stream's settings as the server has them; nullopt when the stream does not exist.
 Result<std::optional<topology::StreamSettings>> ReadSettings(NatsClient& client,
@@ -95,4 +98,4 @@ Status RemovePeer(NatsClient& client, const std::string& stream, const std::stri
 // Sets the stream's replica count (a raw update of its current configuration).
 Status SetReplicas(NatsClient& client, const std::string& stream, int replicas);
 
-}  // namespace core::nats_admin
+}  // namespace platformctl::nats_admin

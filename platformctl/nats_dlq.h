@@ -21,16 +21,19 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/nats_admin_request.h"
 #include "common/nats_client.h"
 #include "common/nats_stream.h"
 #include "common/result.h"
+#include "platformctl/nats_admin_request.h"
 
 typedef struct __natsMsg natsMsg;
 typedef struct __natsSubscription natsSubscription;
 typedef struct __jsCtx jsCtx;
 
-namespace core::nats_dlq {
+namespace platformctl::nats_dlq {
+
+// Built on common's types (Result, NatsClient, Headers): used unqualified here.
+using namespace common;  // NOLINT(google-build-using-namespace)
 
 // One stored message as the browser saw it. `data` is empty when the browser keeps headers
 // only; `size` is the payload size either way.
@@ -143,4 +146,4 @@ std::vector<Result<bool>> GetAll(NatsClient& client, const std::string& stream,
 Headers ParseHeaderBlock(std::string_view block);
 std::optional<std::string> DecodeBase64(std::string_view text);
 
-}  // namespace core::nats_dlq
+}  // namespace platformctl::nats_dlq
