@@ -1,4 +1,4 @@
-// Leadership lease: the decisions, without I/O (SPEC §1, issue "two core nodes").
+// Leadership lease: the decisions, without I/O (docs/contract.md §1, "Two core nodes").
 //
 // One lease per service lives in the KV bucket `locks` under the service's name; the bucket's
 // max age is the lease TTL, so a key nobody renews disappears on the server after the TTL.
