@@ -3,7 +3,13 @@
 // with a raw binary COPY of the same rows into the same table in the same run.
 //
 //   metricswriter_bench [--batches N] [--points P]     (defaults 200000 and 20)
+//                       [--writer PATH]...              (other builds to drain the same load)
 //   metricswriter_bench --cpu-only [--batches N]       (the writer's decode/encode CPU only)
+//
+// With --writer (e.g. the binary of the commit before a change), each format's load is drained
+// by this build's metricswriter and then by each other one in turn, in the same run, on the same
+// stack: the figures are comparable, as the machine's load at the time allows. Each writer gets
+// the same batches under its own message ids; the series exist after the first drain.
 //
 // Starts its own nats-server + PostgreSQL (scripts/stack via TestStack). Prints batches/s,
 // points/s, the ratio to the raw COPY and the writer's peak RSS (VmHWM).
@@ -23,6 +29,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "common/nats_async.h"
 #include "common/nats_client.h"
@@ -197,12 +204,14 @@ struct Run {
   long rss_kb = 0;
 };
 
-Run Drain(testsupport::TestStack& stack, core::pg::PgConn& pg, int batches,
-          const std::string& log) {
+// port: the writer's METRICS_LISTEN port, one per writer (an older build twice could not bind
+// the port the writer before it had just served).
+Run Drain(testsupport::TestStack& stack, core::pg::PgConn& pg, const std::string& writer_bin,
+          int port, int batches, const std::string& log) {
   std::map<std::string, std::string> env = {
       {"NATS_URL", stack.Env("NATS_URL")},
       {"DATABASE_URL", stack.Env("DATABASE_URL")},
-      {"METRICS_LISTEN", "127.0.0.1:" + std::to_string(stack.base_port() + 5)},
+      {"METRICS_LISTEN", "127.0.0.1:" + std::to_string(port)},
       {"LOG_LEVEL", "warn"},
   };
   // METRICSWRITER_* settings of the bench's own environment reach the writer (tuning runs).
@@ -214,15 +223,17 @@ Run Drain(testsupport::TestStack& stack, core::pg::PgConn& pg, int batches,
   const CpuProbe probe(stack);
   const double nats0 = probe.Nats(), pg0 = probe.Postgres();
   auto t0 = Clock::now();
-  testsupport::ChildProcess writer({testsupport::BinaryDir() + "/metricswriter/metricswriter"}, env,
-                                   log);
+  testsupport::ChildProcess writer({writer_bin}, env, log);
   Run r;
   // Progress from the writer's own counter: a count(*) every 100 ms would compete with it.
-  const std::string scrape = "curl -s http://127.0.0.1:" + std::to_string(stack.base_port() + 5) +
+  const std::string scrape = "curl -s http://127.0.0.1:" + std::to_string(port) +
                              "/metrics | awk '/^metricswriter_batches_stored_total /{print $2}'";
   while (true) {
     std::string v = testsupport::Capture(scrape);
     if (!v.empty() && std::stod(v) >= batches) break;
+    if (!writer.Running()) {  // e.g. its METRICS_LISTEN port taken meanwhile by another process
+      throw std::runtime_error(writer_bin + " exited during the drain; its log: " + log);
+    }
     r.rss_kb = std::max(r.rss_kb, PeakRssKb(writer.pid()));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (Since(t0) > 1800) throw std::runtime_error("drain took longer than 30 min");
@@ -236,8 +247,8 @@ Run Drain(testsupport::TestStack& stack, core::pg::PgConn& pg, int batches,
   }
   r.rss_kb = std::max(r.rss_kb, PeakRssKb(writer.pid()));
   // Where the time went: the store thread's transactions against the whole drain.
-  std::string m = testsupport::Capture(
-      "curl -s http://127.0.0.1:" + std::to_string(stack.base_port() + 5) + "/metrics");
+  std::string m =
+      testsupport::Capture("curl -s http://127.0.0.1:" + std::to_string(port) + "/metrics");
   for (const char* name :
        {"metricswriter_transaction_duration_seconds_sum",
         "metricswriter_transaction_duration_seconds_count", "metricswriter_group_batches_sum"}) {
@@ -372,13 +383,20 @@ void CpuOnly(int batches, int points) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
   int batches = 200'000, points = 20;
   bool cpu_only = false;
+  std::vector<std::string> writers = {testsupport::BinaryDir() + "/metricswriter/metricswriter"};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--cpu-only")) cpu_only = true;
     if (i + 1 >= argc) continue;
+    if (!std::strcmp(argv[i], "--writer")) writers.emplace_back(argv[i + 1]);
     if (!std::strcmp(argv[i], "--batches")) batches = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--points")) points = std::atoi(argv[i + 1]);
+  }
+  if (writers.size() > 7) {  // their ports: base + 5 ... base + 11, within the stack's range
+    std::fprintf(stderr, "at most 6 --writer\n");
+    return 2;
   }
   if (cpu_only) {
     CpuOnly(batches, points);
@@ -394,22 +412,28 @@ int main(int argc, char** argv) {
   auto pg = core::pg::PgConn::Connect(stack.Env("DATABASE_URL"), {});
   if (!nats.ok() || !pg.ok()) return 1;
   std::printf("metricswriter bench: %d batches x %d points\n", batches, points);
+  for (size_t w = 0; w < writers.size(); ++w)
+    std::printf("  writer %zu: %s\n", w, writers[w].c_str());
   double copy_s = 0;
   for (bool proto : {false, true}) {
-    Publish(**nats, batches, points, proto, proto ? "pb" : "json");
-    Run r = Drain(stack, **pg, batches, stack.dir() + (proto ? "/mw-proto.log" : "/mw-json.log"));
-    // Every load starts on an empty points table (the day partition and the series stay).
-    (void)(*pg)->Exec("TRUNCATE metrics.batches, metrics.number_points");
-    if (!proto) {
-      copy_s = RawCopy(stack, **pg, batches, points);
-      (void)(*pg)->Exec("TRUNCATE metrics.number_points");
+    for (size_t w = 0; w < writers.size(); ++w) {
+      const std::string tag = std::string(proto ? "pb" : "json") + "-w" + std::to_string(w);
+      Publish(**nats, batches, points, proto, tag);
+      Run r = Drain(stack, **pg, writers[w], stack.base_port() + 5 + static_cast<int>(w), batches,
+                    stack.dir() + "/mw-" + tag + ".log");
+      // Every load starts on an empty points table (the day partition and the series stay).
+      (void)(*pg)->Exec("TRUNCATE metrics.batches, metrics.number_points");
+      if (!proto && w == 0) {
+        copy_s = RawCopy(stack, **pg, batches, points);
+        (void)(*pg)->Exec("TRUNCATE metrics.number_points");
+      }
+      double rows = static_cast<double>(batches) * points;
+      std::printf(
+          "%-8s writer %zu drain %.1f s: %.0f batches/s, %.0f points/s; raw COPY of the same "
+          "rows %.1f s (%.0f rows/s); ratio %.2f; writer peak RSS %.1f MiB\n",
+          proto ? "protobuf" : "JSON", w, r.seconds, batches / r.seconds, rows / r.seconds, copy_s,
+          rows / copy_s, copy_s / r.seconds, r.rss_kb / 1024.0);
     }
-    double rows = static_cast<double>(batches) * points;
-    std::printf(
-        "%-8s drain %.1f s: %.0f batches/s, %.0f points/s; raw COPY of the same rows "
-        "%.1f s (%.0f rows/s); ratio %.2f; writer peak RSS %.1f MiB\n",
-        proto ? "protobuf" : "JSON", r.seconds, batches / r.seconds, rows / r.seconds, copy_s,
-        rows / copy_s, copy_s / r.seconds, r.rss_kb / 1024.0);
   }
   return 0;
 }

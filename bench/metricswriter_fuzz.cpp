@@ -32,7 +32,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (p.series >= batch.series.size()) __builtin_trap();
     }
     for (const auto& s : batch.series) {
-      if (s.resource >= batch.resources.size() || s.scope >= batch.scopes.size()) {
+      if (s.metric >= batch.metrics.size() ||
+          size_t{s.attributes_at} + s.attributes_size > batch.attribute_text.size()) {
+        __builtin_trap();
+      }
+    }
+    for (const auto& m : batch.metrics) {
+      if (m.resource >= batch.resources.size() || m.scope >= batch.scopes.size()) {
         __builtin_trap();
       }
     }

@@ -2,6 +2,11 @@
 
 #include <nats/nats.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <limits>
+
 #include "common/nats_status.h"
 
 namespace core {
@@ -146,6 +151,16 @@ Result<std::unique_ptr<PullConsumer>> PullConsumer::Bind(NatsClient& client,
   natsStatus s = js_PullSubscribe(&c->sub_, client.js(), spec.filter_subject.c_str(),
                                   spec.durable.c_str(), &jo, &so, &jerr);
   if (s != NATS_OK) return NatsError(s, "bind " + c->what_, jerr);
+  if (spec.pending_bytes_limit > 0) {
+    int msgs = 0, bytes = 0;
+    s = natsSubscription_GetPendingLimits(c->sub_, &msgs, &bytes);
+    if (s == NATS_OK) {
+      const auto want = static_cast<int>(
+          std::min<int64_t>(spec.pending_bytes_limit, std::numeric_limits<int>::max()));
+      s = natsSubscription_SetPendingLimits(c->sub_, msgs, std::max(bytes, want));
+    }
+    if (s != NATS_OK) return NatsError(s, "pending limits of " + c->what_);
+  }
   return c;
 }
 
@@ -154,11 +169,44 @@ PullConsumer::~PullConsumer() {
   if (sub_ != nullptr) natsSubscription_Destroy(sub_);
 }
 
+size_t PullConsumer::TakeHeld(std::vector<Message>* out, int max, int64_t max_bytes) {
+  // nats.c 3.4's fetch hands out the messages its subscription already holds (answers to an
+  // earlier request that came after it stopped waiting) and then asks the server for the batch
+  // minus those; when more arrive than that, it writes past the end of its message array and
+  // corrupts the heap (fixed upstream in nats.c 3.10, #749; seen here as "corrupted
+  // double-linked list" under load). So held messages are taken first, one per call: batch 1
+  // and a 1-byte limit, so the call never waits and asks the server for nothing it could send.
+  size_t taken = 0;
+  int64_t bytes = 0;
+  while (static_cast<int>(taken) < max && (max_bytes <= 0 || bytes < max_bytes)) {
+    int held = 0, held_bytes = 0;
+    if (natsSubscription_GetPending(sub_, &held, &held_bytes) != NATS_OK || held <= 0) break;
+    jsFetchRequest req;
+    jsFetchRequest_Init(&req);
+    req.Batch = 1;
+    req.MaxBytes = 1;
+    req.NoWait = true;
+    natsMsgList list{};
+    natsStatus s = natsSubscription_FetchRequest(&list, sub_, &req);
+    if (s != NATS_OK || list.Count != 1) {  // only status messages were held
+      natsMsgList_Destroy(&list);
+      break;
+    }
+    out->emplace_back(list.Msgs[0]);
+    list.Msgs[0] = nullptr;  // now owned by the Message
+    natsMsgList_Destroy(&list);
+    bytes += static_cast<int64_t>(out->back().data().size());
+    ++taken;
+  }
+  return taken;
+}
+
 Result<std::vector<Message>> PullConsumer::Fetch(int batch, Millis timeout) {
+  std::vector<Message> out;
+  if (TakeHeld(&out, batch, 0) > 0) return out;  // see TakeHeld: never with a request
   natsMsgList list{};
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s = natsSubscription_Fetch(&list, sub_, batch, timeout.count(), &jerr);
-  std::vector<Message> out;
   if (s == NATS_TIMEOUT) return out;
   if (s != NATS_OK) {
     natsMsgList_Destroy(&list);
@@ -171,6 +219,51 @@ Result<std::vector<Message>> PullConsumer::Fetch(int batch, Millis timeout) {
   }
   natsMsgList_Destroy(&list);
   return out;
+}
+
+Result<Fetched> PullConsumer::Fetch(int batch, int64_t max_bytes, Millis timeout) {
+  Fetched out;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // As natsSubscription_Fetch does: first ask for what is there now (no_wait), and only when
+  // there is nothing wait for the first message, so a partial batch does not wait the timeout.
+  bool no_wait = batch > 1;
+  while (true) {
+    // What nats.c already holds goes out first, alone (TakeHeld), and counts against max_bytes.
+    if (TakeHeld(&out.messages, batch, max_bytes) > 0) return out;
+    jsFetchRequest req;
+    jsFetchRequest_Init(&req);
+    req.Batch = batch;
+    req.NoWait = no_wait;
+    const auto left =
+        std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
+    req.Expires = std::max<int64_t>(left.count(), 1) * 1'000'000;
+    req.MaxBytes = std::max<int64_t>(max_bytes, 0);
+    natsMsgList list{};
+    natsStatus s = natsSubscription_FetchRequest(&list, sub_, &req);
+    if (s == NATS_OK) {
+      out.messages.reserve(static_cast<size_t>(list.Count));
+      for (int i = 0; i < list.Count; ++i) {
+        out.messages.emplace_back(list.Msgs[i]);
+        list.Msgs[i] = nullptr;  // now owned by the Message
+      }
+      natsMsgList_Destroy(&list);
+      return out;
+    }
+    natsMsgList_Destroy(&list);
+    if (s == NATS_TIMEOUT) return out;
+    if (s == NATS_NOT_FOUND && no_wait) {  // nothing there now: wait for the first
+      no_wait = false;
+      continue;
+    }
+    if (s == NATS_NOT_FOUND) return out;
+    const char* last = nats_GetLastError(nullptr);
+    if (s == NATS_ERR && last != nullptr && std::strstr(last, "Exceeds MaxBytes") != nullptr) {
+      // The server's 409 "Message Size Exceeds MaxBytes": the next message does not fit.
+      out.next_exceeds_max_bytes = true;
+      return out;
+    }
+    return NatsError(s, "fetch from " + what_);
+  }
 }
 
 Result<PubAck> PublishSync(NatsClient& client, const OutMessage& m) {
@@ -196,6 +289,17 @@ Result<PubAck> PublishSync(NatsClient& client, const OutMessage& m) {
   PubAck ack{pa->Stream ? pa->Stream : "", pa->Sequence, pa->Duplicate};
   jsPubAck_Destroy(pa);
   return ack;
+}
+
+bool IsMessageTooLarge(const Error& e) {
+  // NatsError's text: nats.c's "Maximum Payload Exceeded" (NATS_MAX_PAYLOAD) or JetStream's
+  // error 10054, "message size exceeds maximum allowed".
+  std::string m = e.message;
+  std::transform(m.begin(), m.end(), m.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return m.find("maximum payload") != std::string::npos ||
+         m.find("message size exceeds") != std::string::npos ||
+         m.find("jetstream error 10054") != std::string::npos;
 }
 
 }  // namespace core

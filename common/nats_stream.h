@@ -72,6 +72,18 @@ struct ConsumerSpec {
   Millis ack_wait{30'000};
   int64_t max_ack_pending = 1000;
   int64_t max_deliver = -1;  // unlimited: outages must not exhaust deliveries
+  // Bytes nats.c may hold for this subscription before it drops messages as a slow consumer
+  // (0: nats.c's default, 64 MiB). A consumer that fetches by bytes sets it above what it asks
+  // for at once, so a fetch can never overflow it.
+  int64_t pending_bytes_limit = 0;
+};
+
+// What a fetch bounded by bytes got.
+struct Fetched {
+  std::vector<Message> messages;
+  // Nothing came because the next message is bigger than max_bytes: the server keeps it for a
+  // fetch with room for it (e.g. one message and no byte limit).
+  bool next_exceeds_max_bytes = false;
 };
 
 // A durable pull consumer, created if absent (an existing one is bound as it is).
@@ -83,10 +95,22 @@ class PullConsumer {
   PullConsumer& operator=(const PullConsumer&) = delete;
 
   // Up to `batch` messages, waiting at most `timeout`. No message in time = an empty vector.
+  // Messages nats.c already holds (answers to an earlier request that came late) are returned
+  // first, on their own.
   Result<std::vector<Message>> Fetch(int batch, Millis timeout);
+
+  // Up to `batch` messages of at most `max_bytes` bytes in all (0 = no byte limit), as the
+  // server counts them (subject, reply subject, headers and payload), waiting at most
+  // `timeout`; returns what is there at once, else waits for the first. Messages nats.c
+  // received for an earlier request after it stopped waiting are returned first, on their own
+  // (no request goes out then), and count against max_bytes.
+  Result<Fetched> Fetch(int batch, int64_t max_bytes, Millis timeout);
 
  private:
   PullConsumer() = default;
+  // Takes up to `max` messages (and about max_bytes, 0 = any) that nats.c already holds for
+  // this subscription, without asking the server; returns how many.
+  size_t TakeHeld(std::vector<Message>* out, int max, int64_t max_bytes);
   natsSubscription* sub_ = nullptr;  // owned
   std::string what_;
 };
@@ -107,5 +131,10 @@ struct PubAck {
 
 // Publishes and waits for the stream's acknowledgement.
 Result<PubAck> PublishSync(NatsClient& client, const OutMessage& message);
+
+// Whether a publish (PublishSync's error) was refused for the message's size: above the
+// server's max payload (nats.c refuses it before sending) or the stream's max message size.
+// Retrying cannot help until an operator raises a limit.
+bool IsMessageTooLarge(const Error& publish_error);
 
 }  // namespace core

@@ -2,6 +2,10 @@
 // on the main thread at start-up; errors are collected by the ConfigReader.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
 #include "common/config.h"
 #include "metricswriter/writer.h"
 
@@ -11,5 +15,9 @@ inline constexpr const char* kDefaultMetricsListen = "0.0.0.0:9102";
 inline constexpr int64_t kMaxAckPending = 10'000;
 
 WriterOptions ReadWriterOptions(core::ConfigReader& r);
+
+// A size as written in the environment: a number of bytes, or a number followed by KiB, MiB or
+// GiB ("64MiB"). nullopt when it is neither.
+std::optional<int64_t> ParseBytes(std::string_view text);
 
 }  // namespace mw

@@ -93,7 +93,7 @@ Fingerprint Murmur3x64_128(std::string_view data) {
 
 Fingerprint SeriesFingerprint(std::string_view tenant, const Batch& b, size_t index,
                               std::string* s) {
-  const Series& series = b.series[index];
+  const SeriesView series = b.SeriesAt(index);
   const Scope& scope = b.scopes[series.scope];
   // NUL separates the parts: decoded text never holds one (NULs are replaced), so the encoding
   // is unambiguous.

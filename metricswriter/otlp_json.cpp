@@ -9,15 +9,24 @@
 namespace mw {
 namespace {
 
-using json::element;
-using json::element_type;
+namespace od = simdjson::ondemand;
+using json::Field;
 using json::Is;
-using json::object;
 using json::Path;
+using json::Value;
 
-bool Temporality(json::Reader& r, element e, const Path& p, mw::Temporality* out) {
-  if (e.type() == element_type::STRING) {
-    std::string_view s = e.get_string().value_unsafe();
+Field Read(bool ok) { return ok ? Field::kRead : Field::kFailed; }
+
+// A body above this gives its parser and copy buffers back after it was decoded: one huge
+// batch must not keep its size in memory for the life of the process.
+constexpr size_t kKeepBuffersUpTo = size_t{4} << 20;
+
+bool Temporality(json::Reader& r, Value v, const Path& p, mw::Temporality* out) {
+  od::json_type t;
+  if (auto e = v.type().get(t)) return r.Fail(p, e);
+  if (t == od::json_type::string) {
+    std::string_view s;
+    if (!r.Str(v, p, &s)) return false;
     if (s == "AGGREGATION_TEMPORALITY_UNSPECIFIED") {
       *out = Temporality::kUnspecified;
     } else if (s == "AGGREGATION_TEMPORALITY_DELTA") {
@@ -29,33 +38,17 @@ bool Temporality(json::Reader& r, element e, const Path& p, mw::Temporality* out
     }
     return true;
   }
-  int32_t v = 0;
-  if (!r.I32(e, p, &v)) return false;
-  if (v < 0 || v > 2) return r.Fail(p, "unknown aggregation temporality " + std::to_string(v));
-  *out = static_cast<mw::Temporality>(v);
-  return true;
-}
-
-// The fields every point kind shares. True when `key` was one of them (and it decoded).
-bool Head(json::Reader& r, std::string_view key, element v, const Path& fp, PointHead* h, Series* s,
-          bool* handled) {
-  *handled = true;
-  if (Is(key, "attributes")) return r.KeyValues(v, fp, &s->attributes);
-  if (Is(key, "startTimeUnixNano", "start_time_unix_nano")) return r.NonNeg(v, fp, &h->start_time);
-  if (Is(key, "timeUnixNano", "time_unix_nano")) return r.NonNeg(v, fp, &h->time);
-  if (Is(key, "flags")) {
-    uint64_t f = 0;
-    if (!r.U64(v, fp, &f)) return false;
-    if (f > 0xFFFFFFFFu) return r.Fail(fp, "flags out of uint32 range");
-    h->flags = static_cast<uint32_t>(f);
-    return true;
+  int32_t v32 = 0;
+  if (!r.I32(v, p, &v32)) return false;
+  if (v32 < 0 || v32 > 2) {
+    return r.Fail(p, "unknown aggregation temporality " + std::to_string(v32));
   }
-  *handled = false;
+  *out = static_cast<mw::Temporality>(v32);
   return true;
 }
 
-bool Counts(json::Reader& r, element v, const Path& fp, std::vector<int64_t>* out) {
-  return r.Each(v, fp, [&](element c, const Path& cp) {
+bool Counts(json::Reader& r, Value v, const Path& p, std::vector<int64_t>* out) {
+  return r.Each(v, p, [&](Value c, const Path& cp) {
     int64_t n = 0;
     if (!r.NonNeg(c, cp, &n)) return false;
     out->push_back(n);
@@ -63,8 +56,8 @@ bool Counts(json::Reader& r, element v, const Path& fp, std::vector<int64_t>* ou
   });
 }
 
-bool Doubles(json::Reader& r, element v, const Path& fp, std::vector<double>* out) {
-  return r.Each(v, fp, [&](element c, const Path& cp) {
+bool Doubles(json::Reader& r, Value v, const Path& p, std::vector<double>* out) {
+  return r.Each(v, p, [&](Value c, const Path& cp) {
     double d = 0;
     if (!r.Dbl(c, cp, &d)) return false;
     out->push_back(d);
@@ -72,119 +65,123 @@ bool Doubles(json::Reader& r, element v, const Path& fp, std::vector<double>* ou
   });
 }
 
-bool OptDbl(json::Reader& r, element v, const Path& fp, std::optional<double>* out) {
+bool OptDbl(json::Reader& r, Value v, const Path& p, std::optional<double>* out) {
   double d = 0;
-  if (!r.Dbl(v, fp, &d)) return false;
+  if (!r.Dbl(v, p, &d)) return false;
   *out = d;
   return true;
 }
 
-bool Buckets(json::Reader& r, element v, const Path& fp, int32_t* offset,
+bool Buckets(json::Reader& r, Value v, const Path& p, int32_t* offset,
              std::vector<int64_t>* counts) {
-  if (v.is_null()) return true;
-  object o;
-  if (!r.Obj(v, fp, &o)) return false;
-  for (auto [key, f] : o) {
-    Path kp{&fp, key};
-    if (Is(key, "offset") && !r.I32(f, kp, offset)) return false;
-    if (Is(key, "bucketCounts", "bucket_counts") && !Counts(r, f, kp, counts)) return false;
-  }
-  return true;
+  bool is_null = false;
+  if (!r.Null(v, p, &is_null)) return false;
+  if (is_null) return true;
+  return r.Fields(v, p, [&](std::string_view key, Value& f, const Path& fp) {
+    if (Is(key, "offset")) return Read(r.I32(f, fp, offset));
+    if (Is(key, "bucketCounts", "bucket_counts")) return Read(Counts(r, f, fp, counts));
+    return Field::kIgnored;
+  });
 }
 
-// Decodes one data point of `base`'s kind into the batch.
-bool Point(json::Reader& r, element e, const Path& p, const Series& base, Batch* b) {
-  object o;
-  if (!r.Obj(e, p, &o)) return false;
-  Series s = base;
-  s.attributes = "{}";
+bool Quantiles(json::Reader& r, Value v, const Path& p, SummaryPoint* m) {
+  return r.Each(v, p, [&](Value q, const Path& qp) {
+    double quantile = 0, value = 0;
+    if (!r.Fields(q, qp, [&](std::string_view key, Value& f, const Path& fp) {
+          if (Is(key, "quantile")) return Read(r.Dbl(f, fp, &quantile));
+          if (Is(key, "value")) return Read(r.Dbl(f, fp, &value));
+          return Field::kIgnored;
+        })) {
+      return false;
+    }
+    m->quantiles.push_back(quantile);
+    m->quantile_values.push_back(value);
+    return true;
+  });
+}
+
+// One data point of a metric of `type`; its series is added once its attributes are known
+// (they may come after the values).
+bool Point(json::Reader& r, Value v, const Path& p, uint32_t metric, MetricType type, Batch* b,
+           std::string* attributes) {
+  *attributes = "{}";
   NumberPoint n;
   HistogramPoint h;
   ExpHistogramPoint x;
   SummaryPoint m;
-  PointHead* head = nullptr;
-  switch (base.type) {
-    case MetricType::kGauge:
-    case MetricType::kSum:
-      head = &n;
-      break;
-    case MetricType::kHistogram:
-      head = &h;
-      break;
-    case MetricType::kExpHistogram:
-      head = &x;
-      break;
-    case MetricType::kSummary:
-      head = &m;
-      break;
-  }
-  for (auto [key, v] : o) {
-    Path fp{&p, key};
-    bool handled = false;
-    if (!Head(r, key, v, fp, head, &s, &handled)) return false;
-    if (handled) continue;
-    bool ok = true;
-    switch (base.type) {
+  PointHead* head = &n;
+  if (type == MetricType::kHistogram) head = &h;
+  if (type == MetricType::kExpHistogram) head = &x;
+  if (type == MetricType::kSummary) head = &m;
+  bool ok = r.Fields(v, p, [&](std::string_view key, Value& f, const Path& fp) {
+    if (Is(key, "attributes")) return Read(r.KeyValues(f, fp, attributes));
+    if (Is(key, "startTimeUnixNano", "start_time_unix_nano")) {
+      return Read(r.NonNeg(f, fp, &head->start_time));
+    }
+    if (Is(key, "timeUnixNano", "time_unix_nano")) return Read(r.NonNeg(f, fp, &head->time));
+    if (Is(key, "flags")) {
+      uint64_t flags = 0;
+      if (!r.U64(f, fp, &flags)) return Field::kFailed;
+      if (flags > 0xFFFFFFFFu) {
+        r.Fail(fp, "value " + std::to_string(flags) + " is out of the uint32 range");
+        return Field::kFailed;
+      }
+      head->flags = static_cast<uint32_t>(flags);
+      return Field::kRead;
+    }
+    switch (type) {
       case MetricType::kGauge:
       case MetricType::kSum:
         if (Is(key, "asDouble", "as_double")) {
-          ok = r.Dbl(v, fp, &n.value);
           n.int_value.reset();
-        } else if (Is(key, "asInt", "as_int")) {
+          return Read(r.Dbl(f, fp, &n.value));
+        }
+        if (Is(key, "asInt", "as_int")) {
           int64_t i = 0;
-          ok = r.I64(v, fp, &i);
+          if (!r.I64(f, fp, &i)) return Field::kFailed;
           n.int_value = i;
           n.value = static_cast<double>(i);
+          return Field::kRead;
         }
         break;
       case MetricType::kHistogram:
-        if (Is(key, "count")) ok = r.NonNeg(v, fp, &h.count);
-        if (Is(key, "sum")) ok = OptDbl(r, v, fp, &h.sum);
-        if (Is(key, "min")) ok = OptDbl(r, v, fp, &h.min);
-        if (Is(key, "max")) ok = OptDbl(r, v, fp, &h.max);
-        if (Is(key, "bucketCounts", "bucket_counts")) ok = Counts(r, v, fp, &h.counts);
-        if (Is(key, "explicitBounds", "explicit_bounds")) ok = Doubles(r, v, fp, &h.bounds);
+        if (Is(key, "count")) return Read(r.NonNeg(f, fp, &h.count));
+        if (Is(key, "sum")) return Read(OptDbl(r, f, fp, &h.sum));
+        if (Is(key, "min")) return Read(OptDbl(r, f, fp, &h.min));
+        if (Is(key, "max")) return Read(OptDbl(r, f, fp, &h.max));
+        if (Is(key, "bucketCounts", "bucket_counts")) return Read(Counts(r, f, fp, &h.counts));
+        if (Is(key, "explicitBounds", "explicit_bounds")) {
+          return Read(Doubles(r, f, fp, &h.bounds));
+        }
         break;
       case MetricType::kExpHistogram:
-        if (Is(key, "count")) ok = r.NonNeg(v, fp, &x.count);
-        if (Is(key, "sum")) ok = OptDbl(r, v, fp, &x.sum);
-        if (Is(key, "min")) ok = OptDbl(r, v, fp, &x.min);
-        if (Is(key, "max")) ok = OptDbl(r, v, fp, &x.max);
-        if (Is(key, "scale")) ok = r.I32(v, fp, &x.scale);
-        if (Is(key, "zeroCount", "zero_count")) ok = r.NonNeg(v, fp, &x.zero_count);
-        if (Is(key, "zeroThreshold", "zero_threshold")) ok = r.Dbl(v, fp, &x.zero_threshold);
+        if (Is(key, "count")) return Read(r.NonNeg(f, fp, &x.count));
+        if (Is(key, "sum")) return Read(OptDbl(r, f, fp, &x.sum));
+        if (Is(key, "min")) return Read(OptDbl(r, f, fp, &x.min));
+        if (Is(key, "max")) return Read(OptDbl(r, f, fp, &x.max));
+        if (Is(key, "scale")) return Read(r.I32(f, fp, &x.scale));
+        if (Is(key, "zeroCount", "zero_count")) return Read(r.NonNeg(f, fp, &x.zero_count));
+        if (Is(key, "zeroThreshold", "zero_threshold")) {
+          return Read(r.Dbl(f, fp, &x.zero_threshold));
+        }
         if (Is(key, "positive")) {
-          ok = Buckets(r, v, fp, &x.positive_offset, &x.positive_counts);
+          return Read(Buckets(r, f, fp, &x.positive_offset, &x.positive_counts));
         }
         if (Is(key, "negative")) {
-          ok = Buckets(r, v, fp, &x.negative_offset, &x.negative_counts);
+          return Read(Buckets(r, f, fp, &x.negative_offset, &x.negative_counts));
         }
         break;
       case MetricType::kSummary:
-        if (Is(key, "count")) ok = r.NonNeg(v, fp, &m.count);
-        if (Is(key, "sum")) ok = r.Dbl(v, fp, &m.sum);
-        if (Is(key, "quantileValues", "quantile_values")) {
-          ok = r.Each(v, fp, [&](element q, const Path& qp) {
-            object qo;
-            if (!r.Obj(q, qp, &qo)) return false;
-            double quantile = 0, value = 0;
-            for (auto [qk, qv] : qo) {
-              Path qkp{&qp, qk};
-              if (Is(qk, "quantile") && !r.Dbl(qv, qkp, &quantile)) return false;
-              if (Is(qk, "value") && !r.Dbl(qv, qkp, &value)) return false;
-            }
-            m.quantiles.push_back(quantile);
-            m.quantile_values.push_back(value);
-            return true;
-          });
-        }
+        if (Is(key, "count")) return Read(r.NonNeg(f, fp, &m.count));
+        if (Is(key, "sum")) return Read(r.Dbl(f, fp, &m.sum));
+        if (Is(key, "quantileValues", "quantile_values")) return Read(Quantiles(r, f, fp, &m));
         break;
     }
-    if (!ok) return false;
-  }
-  head->series = static_cast<uint32_t>(b->series.size());
-  b->series.push_back(std::move(s));
-  switch (base.type) {
+    return Field::kIgnored;  // exemplars and the rest: read (and checked) but not stored
+  });
+  if (!ok) return false;
+  head->series = b->AddSeries(metric, *attributes);
+  switch (type) {
     case MetricType::kGauge:
     case MetricType::kSum:
       b->numbers.push_back(std::move(n));
@@ -202,172 +199,229 @@ bool Point(json::Reader& r, element e, const Path& p, const Series& base, Batch*
   return true;
 }
 
-// Room for n more elements, growing at least twice over (many small metrics stay linear).
+// Room for n more elements, growing at least twice over (many small metrics stay linear, and
+// one metric of 250,000 points gets its arrays in one allocation each).
 template <typename T>
 void Grow(std::vector<T>& v, size_t n) {
   if (v.capacity() - v.size() < n) v.reserve(std::max(v.size() + n, 2 * v.capacity()));
 }
 
-bool Metric(json::Reader& r, element e, const Path& p, uint32_t resource, uint32_t scope,
-            Batch* b) {
-  object o;
-  if (!r.Obj(e, p, &o)) return false;
-  Series base;
-  base.resource = resource;
-  base.scope = scope;
-  element data;
-  std::string_view data_key;
-  // Name, unit and description may come after the data: read them first, then the points.
-  for (auto [key, v] : o) {
-    Path fp{&p, key};
-    std::string_view s;
-    if (Is(key, "name") || Is(key, "unit") || Is(key, "description")) {
-      if (!r.Str(v, fp, &s)) return false;
-      std::string clean = text::Clean(s, &b->nul_replacements);
-      (key == "name" ? base.name : key == "unit" ? base.unit : base.description) = clean;
-    } else if (Is(key, "gauge") || Is(key, "sum") || Is(key, "histogram") ||
-               Is(key, "exponentialHistogram", "exponential_histogram") || Is(key, "summary")) {
-      data = v;
-      data_key = key;
-    }
+void GrowFor(Batch* b, MetricType type, size_t n) {
+  Grow(b->series, n);
+  switch (type) {
+    case MetricType::kGauge:
+    case MetricType::kSum:
+      Grow(b->numbers, n);
+      break;
+    case MetricType::kHistogram:
+      Grow(b->histograms, n);
+      break;
+    case MetricType::kExpHistogram:
+      Grow(b->exp_histograms, n);
+      break;
+    case MetricType::kSummary:
+      Grow(b->summaries, n);
+      break;
   }
-  if (data_key.empty()) return true;  // a metric with no data (allowed, stores nothing)
-  Path dp{&p, data_key};
-  if (data_key == "gauge") base.type = MetricType::kGauge;
-  if (data_key == "sum") base.type = MetricType::kSum;
-  if (data_key == "histogram") base.type = MetricType::kHistogram;
-  if (data_key[0] == 'e') base.type = MetricType::kExpHistogram;
-  if (data_key == "summary") base.type = MetricType::kSummary;
-  if (data.is_null()) return true;
-  object d;
-  if (!r.Obj(data, dp, &d)) return false;
-  element points;
-  bool have_points = false;
-  for (auto [key, v] : d) {
-    Path fp{&dp, key};
-    if (Is(key, "dataPoints", "data_points")) {
-      points = v;
-      have_points = true;
-    } else if (Is(key, "aggregationTemporality", "aggregation_temporality")) {
-      if (!Temporality(r, v, fp, &base.temporality)) return false;
-    } else if (Is(key, "isMonotonic", "is_monotonic")) {
-      if (!r.Bool(v, fp, &base.monotonic)) return false;
-    }
-  }
-  if (base.type == MetricType::kGauge || base.type == MetricType::kSummary) {
-    base.temporality = Temporality::kUnspecified;  // not part of these kinds
-    base.monotonic = false;
-  }
-  if (base.type != MetricType::kSum) base.monotonic = false;
-  if (!have_points) return true;
-  if (simdjson::dom::array arr; points.get(arr) == simdjson::SUCCESS) {
-    // One series and one point per data point: room for all of them at once.
-    const size_t n = arr.size();
-    Grow(b->series, n);
-    if (base.type == MetricType::kGauge || base.type == MetricType::kSum) Grow(b->numbers, n);
-  }
-  Path pp{&dp, "dataPoints"};
-  return r.Each(points, pp, [&](element pt, const Path& ip) { return Point(r, pt, ip, base, b); });
 }
 
-bool ScopeMetrics(json::Reader& r, element e, const Path& p, uint32_t resource, Batch* b) {
-  object o;
-  if (!r.Obj(e, p, &o)) return false;
-  auto scope = static_cast<uint32_t>(b->scopes.size());
-  b->scopes.push_back(Scope{"", "", "{}"});
-  element metrics;
-  bool have = false;
-  for (auto [key, v] : o) {
-    Path fp{&p, key};
-    if (Is(key, "scope") && !v.is_null()) {
-      object so;
-      if (!r.Obj(v, fp, &so)) return false;
-      for (auto [sk, sv] : so) {
-        Path sp{&fp, sk};
-        std::string_view s;
-        if (Is(sk, "name") || Is(sk, "version")) {
-          if (!r.Str(sv, sp, &s)) return false;
-          (sk == "name" ? b->scopes[scope].name : b->scopes[scope].version) =
-              text::Clean(s, &b->nul_replacements);
-        } else if (Is(sk, "attributes")) {
-          if (!r.KeyValues(sv, sp, &b->scopes[scope].attributes)) return false;
+// Bodies above this count their data points before reading them, to reserve the arrays at
+// once (a pass over the array's structure: not worth it for the usual few-KiB batch, whose
+// arrays grow by doubling without a noticeable cost).
+constexpr size_t kCountPointsAbove = 256 * 1024;
+
+// The object under "gauge", "sum", ... of metric `mi`.
+bool Data(json::Reader& r, Value v, const Path& p, uint32_t mi, MetricType type, bool count,
+          Batch* b) {
+  std::string attributes;  // one buffer for every point's attribute text
+  return r.Fields(v, p, [&](std::string_view key, Value& f, const Path& fp) {
+    if (Is(key, "dataPoints", "data_points")) {
+      size_t n = 0;
+      bool first = count;
+      auto point = [&](Value pt, const Path& ip) {
+        if (first) {
+          GrowFor(b, type, n);
+          first = false;
         }
-      }
-    } else if (Is(key, "metrics")) {
-      metrics = v;
-      have = true;
+        return Point(r, pt, ip, mi, type, b, &attributes);
+      };
+      return Read(count ? r.Each(f, fp, point, &n) : r.Each(f, fp, point));
     }
-  }
-  Path mp{&p, "metrics"};
-  return !have || r.Each(metrics, mp, [&](element m, const Path& ip) {
-    return Metric(r, m, ip, resource, scope, b);
+    if (Is(key, "aggregationTemporality", "aggregation_temporality")) {
+      return Read(Temporality(r, f, fp, &b->metrics[mi].temporality));
+    }
+    if (Is(key, "isMonotonic", "is_monotonic")) {
+      return Read(r.Bool(f, fp, &b->metrics[mi].monotonic));
+    }
+    return Field::kIgnored;
   });
 }
 
-bool ResourceMetrics(json::Reader& r, element e, const Path& p, Batch* b) {
-  object o;
-  if (!r.Obj(e, p, &o)) return false;
-  auto resource = static_cast<uint32_t>(b->resources.size());
-  b->resources.emplace_back("{}");
-  element scopes;
-  bool have = false;
-  for (auto [key, v] : o) {
-    Path fp{&p, key};
-    if (Is(key, "resource") && !v.is_null()) {
-      object ro;
-      if (!r.Obj(v, fp, &ro)) return false;
-      element attrs;
-      if (ro["attributes"].get(attrs) == simdjson::SUCCESS) {
-        Path ap{&fp, "attributes"};
-        if (!r.KeyValues(attrs, ap, &b->resources[resource])) return false;
-      }
-    } else if (Is(key, "scopeMetrics", "scope_metrics")) {
-      scopes = v;
-      have = true;
-    }
+bool DataKind(std::string_view key, mw::MetricType* type) {
+  if (Is(key, "gauge")) {
+    *type = MetricType::kGauge;
+  } else if (Is(key, "sum")) {
+    *type = MetricType::kSum;
+  } else if (Is(key, "histogram")) {
+    *type = MetricType::kHistogram;
+  } else if (Is(key, "exponentialHistogram", "exponential_histogram")) {
+    *type = MetricType::kExpHistogram;
+  } else if (Is(key, "summary")) {
+    *type = MetricType::kSummary;
+  } else {
+    return false;
   }
-  Path sp{&p, "scopeMetrics"};
-  return !have || r.Each(scopes, sp, [&](element s, const Path& ip) {
-    return ScopeMetrics(r, s, ip, resource, b);
+  return true;
+}
+
+bool Metric(json::Reader& r, Value v, const Path& p, uint32_t resource, uint32_t scope, bool count,
+            Batch* b) {
+  const auto mi = static_cast<uint32_t>(b->metrics.size());
+  b->metrics.emplace_back();
+  b->metrics[mi].resource = resource;
+  b->metrics[mi].scope = scope;
+  bool have_data = false;
+  // Name, unit and description may come after the points: the points refer to the metric by
+  // index, so the order does not matter.
+  bool ok = r.Fields(v, p, [&](std::string_view key, Value& f, const Path& fp) {
+    if (Is(key, "name") || Is(key, "unit") || Is(key, "description")) {
+      std::string_view s;
+      if (!r.Str(f, fp, &s)) return Field::kFailed;
+      mw::Metric& m = b->metrics[mi];
+      (key == "name"   ? m.name
+       : key == "unit" ? m.unit
+                       : m.description) = text::Clean(s, &b->nul_replacements);
+      return Field::kRead;
+    }
+    mw::MetricType type{};
+    if (!DataKind(key, &type)) return Field::kIgnored;
+    bool is_null = false;
+    if (!r.Null(f, fp, &is_null)) return Field::kFailed;
+    if (is_null) return Field::kRead;
+    if (have_data) {
+      r.Fail(fp,
+             "a metric holds one of gauge, sum, histogram, exponentialHistogram and "
+             "summary, not two");
+      return Field::kFailed;
+    }
+    have_data = true;
+    b->metrics[mi].type = type;
+    return Read(Data(r, f, fp, mi, type, count, b));
+  });
+  if (!ok) return false;
+  mw::Metric& m = b->metrics[mi];
+  if (m.type == MetricType::kGauge || m.type == MetricType::kSummary) {
+    m.temporality = Temporality::kUnspecified;  // not part of these kinds
+  }
+  if (m.type != MetricType::kSum) m.monotonic = false;
+  return true;
+}
+
+bool ScopeMetrics(json::Reader& r, Value v, const Path& p, uint32_t resource, bool count,
+                  Batch* b) {
+  const auto scope = static_cast<uint32_t>(b->scopes.size());
+  b->scopes.push_back(Scope{"", "", "{}"});
+  return r.Fields(v, p, [&](std::string_view key, Value& f, const Path& fp) {
+    if (Is(key, "scope")) {
+      bool is_null = false;
+      if (!r.Null(f, fp, &is_null)) return Field::kFailed;
+      if (is_null) return Field::kRead;
+      return Read(r.Fields(f, fp, [&](std::string_view sk, Value& sv, const Path& sp) {
+        if (Is(sk, "name") || Is(sk, "version")) {
+          std::string_view s;
+          if (!r.Str(sv, sp, &s)) return Field::kFailed;
+          (sk == "name" ? b->scopes[scope].name : b->scopes[scope].version) =
+              text::Clean(s, &b->nul_replacements);
+          return Field::kRead;
+        }
+        if (Is(sk, "attributes")) return Read(r.KeyValues(sv, sp, &b->scopes[scope].attributes));
+        return Field::kIgnored;
+      }));
+    }
+    if (Is(key, "metrics")) {
+      return Read(r.Each(f, fp, [&](Value m, const Path& ip) {
+        return Metric(r, m, ip, resource, scope, count, b);
+      }));
+    }
+    return Field::kIgnored;
+  });
+}
+
+bool ResourceMetrics(json::Reader& r, Value v, const Path& p, bool count, Batch* b) {
+  const auto resource = static_cast<uint32_t>(b->resources.size());
+  b->resources.emplace_back("{}");
+  return r.Fields(v, p, [&](std::string_view key, Value& f, const Path& fp) {
+    if (Is(key, "resource")) {
+      bool is_null = false;
+      if (!r.Null(f, fp, &is_null)) return Field::kFailed;
+      if (is_null) return Field::kRead;
+      return Read(r.Fields(f, fp, [&](std::string_view rk, Value& rv, const Path& rp) {
+        if (Is(rk, "attributes")) return Read(r.KeyValues(rv, rp, &b->resources[resource]));
+        return Field::kIgnored;
+      }));
+    }
+    if (Is(key, "scopeMetrics", "scope_metrics")) {
+      return Read(r.Each(f, fp, [&](Value s, const Path& ip) {
+        return ScopeMetrics(r, s, ip, resource, count, b);
+      }));
+    }
+    return Field::kIgnored;
   });
 }
 
 }  // namespace
 
 struct JsonDecoder::Impl {
-  simdjson::dom::parser parser;
+  od::parser parser;
   std::string padded;  // the body plus simdjson's padding, reused
   json::Reader reader;
+
+  core::Status Decode(std::string_view body, Batch* out);
 };
+
+core::Status JsonDecoder::Impl::Decode(std::string_view body, Batch* out) {
+  padded.resize(body.size() + simdjson::SIMDJSON_PADDING);
+  if (!body.empty()) std::memcpy(padded.data(), body.data(), body.size());
+  std::memset(padded.data() + body.size(), 0, simdjson::SIMDJSON_PADDING);
+  od::document doc;
+  if (auto err = parser.iterate(padded.data(), body.size(), padded.size()).get(doc)) {
+    return core::Error::Invalid(std::string("JSON: ") + simdjson::error_message(err));
+  }
+  Value root;
+  if (auto err = doc.get_value().get(root)) {
+    return core::Error::Invalid(std::string("JSON: ") + simdjson::error_message(err));
+  }
+  reader.Reset(&out->nul_replacements);
+  Path top;
+  const bool count = body.size() > kCountPointsAbove;
+  bool ok = reader.Fields(root, top, [&](std::string_view key, Value& v, const Path& fp) {
+    if (!Is(key, "resourceMetrics", "resource_metrics")) return Field::kIgnored;
+    return Read(reader.Each(v, fp, [&](Value rm, const Path& ip) {
+      return ResourceMetrics(reader, rm, ip, count, out);
+    }));
+  });
+  if (!ok) return core::Error::Invalid(reader.error());
+  const char* rest = nullptr;
+  if (doc.current_location().get(rest) != simdjson::OUT_OF_BOUNDS) {
+    return core::Error::Invalid("JSON: content after the end of the document");
+  }
+  if (out->attribute_text.size() >= kMaxAttributeText) {
+    return core::Error::Invalid("JSON: the attributes of this batch are too large to store");
+  }
+  return core::Status::Ok();
+}
 
 JsonDecoder::JsonDecoder() : impl_(std::make_unique<Impl>()) {}
 JsonDecoder::~JsonDecoder() = default;
 
 core::Status JsonDecoder::Decode(std::string_view body, Batch* out) {
   out->Clear();
-  Impl& im = *impl_;
-  im.padded.resize(body.size() + simdjson::SIMDJSON_PADDING);
-  if (!body.empty()) std::memcpy(im.padded.data(), body.data(), body.size());
-  std::memset(im.padded.data() + body.size(), 0, simdjson::SIMDJSON_PADDING);
-  element root;
-  auto err = im.parser.parse(im.padded.data(), body.size(), false).get(root);
-  if (err != simdjson::SUCCESS) {
-    return core::Error::Invalid(std::string("JSON: ") + simdjson::error_message(err));
+  core::Status s = impl_->Decode(body, out);
+  if (body.size() > kKeepBuffersUpTo) {
+    impl_->parser = od::parser{};
+    std::string().swap(impl_->padded);
   }
-  im.reader.Reset(&out->nul_replacements);
-  Path top;
-  object o;
-  if (!im.reader.Obj(root, top, &o)) return core::Error::Invalid(im.reader.error());
-  for (auto [key, v] : o) {
-    if (!Is(key, "resourceMetrics", "resource_metrics")) continue;
-    Path fp{nullptr, key};
-    if (!im.reader.Each(v, fp, [&](element rm, const Path& ip) {
-          return ResourceMetrics(im.reader, rm, ip, out);
-        })) {
-      return core::Error::Invalid(im.reader.error());
-    }
-  }
-  return core::Status::Ok();
+  return s;
 }
 
 }  // namespace mw

@@ -1,20 +1,27 @@
-// The value layer of the OTLP/JSON decoder (otlp_json.h): scalars in every spelling real
-// exporters use, attributes (KeyValue lists, AnyValue) to canonical JSON text, and error messages
-// that name the place in the document. Internal to the metricswriter; one reader per thread.
+// The value layer of the OTLP/JSON decoder (otlp_json.h), over simdjson's On-Demand API:
+// scalars in every spelling real exporters use, attributes (KeyValue lists, AnyValue) to
+// canonical JSON text, and error messages that name the place in the document.
+//
+// On-Demand reads each value once, in document order, and checks only what is read, so every
+// value is read: the fields the decoder does not use are walked by Skip(), which checks them as
+// strictly as the rest (a document is accepted only if it is JSON throughout).
+// Internal to the metricswriter; one reader per thread, used during one document's iteration.
 #pragma once
 
 #include <simdjson.h>
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "metricswriter/otlp_text.h"
+
 namespace mw::json {
 
-using simdjson::dom::element;
-using simdjson::dom::element_type;
-using simdjson::dom::object;
+namespace od = simdjson::ondemand;
+using Value = od::value;
 
 // Where in the document we are: lives on the stack, rendered only for an error message.
 struct Path {
@@ -22,12 +29,19 @@ struct Path {
   std::string_view name;
   int64_t index = -1;
 };
-std::string Render(const Path* p);
+std::string Render(const Path* p);  // names from the document are cut and made safe
 
 // OTLP/JSON uses lowerCamelCase; protojson parsers also accept the proto field names.
 inline bool Is(std::string_view key, std::string_view camel, std::string_view snake = {}) {
   return key == camel || (!snake.empty() && key == snake);
 }
+
+// What a field handler did with the value it was given.
+enum class Field {
+  kRead,     // read it
+  kFailed,   // recorded an error
+  kIgnored,  // not one of ours: the reader walks (and checks) it
+};
 
 class Reader {
  public:
@@ -38,37 +52,87 @@ class Reader {
   }
   const std::string& error() const { return error_; }
 
-  // Each returns false after recording the first error (with its path).
+  // Each returns false after recording the first error (with its path); each reads the value.
   bool Fail(const Path& p, const std::string& what);
-  bool U64(element e, const Path& p, uint64_t* out);
-  bool NonNeg(element e, const Path& p, int64_t* out);  // a fixed64 that must fit bigint
-  bool I64(element e, const Path& p, int64_t* out);
-  bool I32(element e, const Path& p, int32_t* out);
-  bool Dbl(element e, const Path& p, double* out);  // null = NaN (JSON.stringify's NaN, ±Inf)
-  bool Str(element e, const Path& p, std::string_view* out);  // null = ""
-  bool Bool(element e, const Path& p, bool* out);
-  bool Obj(element e, const Path& p, object* out);
-  bool AnyValue(element e, const Path& p, std::string& out);   // appends canonical JSON
-  bool KeyValues(element e, const Path& p, std::string* out);  // a canonical JSON object
+  bool Fail(const Path& p, simdjson::error_code e);
+  bool U64(Value v, const Path& p, uint64_t* out);    // uint64 / fixed64
+  bool NonNeg(Value v, const Path& p, int64_t* out);  // a fixed64 that must fit bigint
+  bool I64(Value v, const Path& p, int64_t* out);     // int64 / sfixed64
+  bool I32(Value v, const Path& p, int32_t* out);     // int32 / sint32
+  bool Dbl(Value v, const Path& p, double* out);      // null = NaN (JSON.stringify's NaN, ±Inf)
+  bool Str(Value v, const Path& p, std::string_view* out);   // null = ""
+  bool Bool(Value v, const Path& p, bool* out);              // null = false
+  bool AnyValue(Value v, const Path& p, std::string& out);   // appends canonical JSON
+  bool KeyValues(Value v, const Path& p, std::string* out);  // a canonical JSON object
+  bool Skip(Value v, const Path& p);                         // any JSON value, checked
 
-  // Visits the items of an array (null = empty) with their paths.
+  // Whether v is null (then it is read); false on an error too (recorded).
+  bool Null(Value& v, const Path& p, bool* is_null);
+
+  // Calls f(key, value, path) for each member of an object; returns false on the first error
+  // (the object's or f's). A member f ignores is walked by Skip.
   template <typename F>
-  bool Each(element e, const Path& p, F&& f) {
-    if (e.is_null()) return true;
-    if (e.type() != element_type::ARRAY) return Fail(p, "expected an array");
+  bool Fields(Value v, const Path& p, F&& f) {
+    od::object o;
+    if (!Object(v, p, &o)) return false;
+    for (auto member : o) {
+      if (auto e = member.error()) return Fail(p, e);
+      std::string_view key;
+      if (auto e = member.unescaped_key().get(key)) return Fail(p, e);
+      Path fp{&p, key};
+      Value fv;
+      if (auto e = member.value().get(fv)) return Fail(fp, e);
+      switch (f(key, fv, fp)) {
+        case Field::kRead:
+          break;
+        case Field::kFailed:
+          return false;
+        case Field::kIgnored:
+          if (!Skip(fv, fp)) return false;
+          break;
+      }
+    }
+    return true;
+  }
+
+  // Calls f(item, path) for the items of an array (null = empty). With `count`, *count gets
+  // the number of items first (one more pass over the array's structure, to reserve room).
+  template <typename F>
+  bool Each(Value v, const Path& p, F&& f, size_t* count = nullptr) {
+    bool is_null = false;
+    if (!Null(v, p, &is_null)) return false;
+    if (is_null) {
+      if (count != nullptr) *count = 0;
+      return true;
+    }
+    od::array items;
+    if (!Array(v, p, &items)) return false;
+    if (count != nullptr) {
+      if (auto e = items.count_elements().get(*count)) return Fail(p, e);
+    }
     int64_t i = 0;
-    simdjson::dom::array items = e.get_array().value_unsafe();  // a copy: the result is a temporary
-    for (element item : items) {
+    for (auto item : items) {
       Path ip{&p, {}, i++};
-      if (!f(item, ip)) return false;
+      Value iv;
+      if (auto e = item.get(iv)) return Fail(ip, e);
+      if (!f(iv, ip)) return false;
     }
     return true;
   }
 
  private:
+  bool Object(Value& v, const Path& p, od::object* out);
+  bool Array(Value& v, const Path& p, od::array* out);
+  // The text of a number token (trailing white space removed), or of a string's content.
+  bool NumberToken(Value& v, const Path& p, std::string_view* out);
+
   uint64_t* nuls_ = nullptr;
   std::string error_;
   std::string scratch_;
+  // Member lists of KeyValues, one per nesting level (kvlistValue nests), kept between calls
+  // so a point's attribute list reuses the vector of the one before (its strings are new).
+  std::deque<std::vector<text::Member>> members_;  // a deque: a deeper level never moves these
+  size_t depth_ = 0;
 };
 
 }  // namespace mw::json

@@ -1,7 +1,9 @@
 #include "metricswriter/otlp_proto.h"
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/stubs/logging.h>
 
+#include <algorithm>
 #include <limits>
 #include <mutex>
 
@@ -79,45 +81,57 @@ class Converter {
   }
 
   template <typename P>
-  bool Head(const P& p, const Series& base, PointHead* h) {
-    if (p.start_time_unix_nano() > kInt64Max || p.time_unix_nano() > kInt64Max) {
-      return Fail(base, "time above 2^63-1 cannot be stored");
+  bool Head(const P& p, const mw::Metric& base, PointHead* h) {
+    if (p.start_time_unix_nano() > kInt64Max) {
+      return Fail(base, "startTimeUnixNano", std::to_string(p.start_time_unix_nano()));
+    }
+    if (p.time_unix_nano() > kInt64Max) {
+      return Fail(base, "timeUnixNano", std::to_string(p.time_unix_nano()));
     }
     h->start_time = static_cast<int64_t>(p.start_time_unix_nano());
     h->time = static_cast<int64_t>(p.time_unix_nano());
     h->flags = p.flags();
-    Series s = base;
-    s.attributes = Attributes(p.attributes());
-    h->series = static_cast<uint32_t>(b_->series.size());
-    b_->series.push_back(std::move(s));
+    if (p.attributes().empty()) {
+      h->series = b_->AddSeries(metric_, "{}");
+    } else {
+      h->series = b_->AddSeries(metric_, Attributes(p.attributes()));
+    }
     return true;
   }
 
-  bool Count(uint64_t v, const Series& base, int64_t* out) {
-    if (v > kInt64Max) return Fail(base, "count above 2^63-1 cannot be stored");
+  bool Count(uint64_t v, const mw::Metric& base, const char* field, int64_t* out) {
+    if (v > kInt64Max) return Fail(base, field, std::to_string(v));
     *out = static_cast<int64_t>(v);
     return true;
   }
 
   template <typename R>
-  bool Counts(const R& in, const Series& base, std::vector<int64_t>* out) {
+  bool Counts(const R& in, const mw::Metric& base, const char* field, std::vector<int64_t>* out) {
     out->reserve(static_cast<size_t>(in.size()));
     for (uint64_t v : in) {
       int64_t c = 0;
-      if (!Count(v, base, &c)) return false;
+      if (!Count(v, base, field, &c)) return false;
       out->push_back(c);
     }
     return true;
   }
 
-  bool Temporality(int v, const Series& base, mw::Temporality* out) {
-    if (v < 0 || v > 2) return Fail(base, "unknown aggregation temporality " + std::to_string(v));
+  bool Temporality(int v, const mw::Metric& base, mw::Temporality* out) {
+    if (v < 0 || v > 2) {
+      if (error.empty()) {
+        error = "protobuf: metric " + base.name + ": unknown aggregation temporality " +
+                std::to_string(v);
+      }
+      return false;
+    }
     *out = static_cast<mw::Temporality>(v);
     return true;
   }
 
-  bool Metric(const pb::Metric& m, uint32_t resource, uint32_t scope) {
-    Series base;
+  bool ConvertMetric(const pb::Metric& m, uint32_t resource, uint32_t scope) {
+    metric_ = static_cast<uint32_t>(b_->metrics.size());
+    b_->metrics.emplace_back();
+    mw::Metric& base = b_->metrics.back();
     base.resource = resource;
     base.scope = scope;
     base.name = text::Clean(m.name(), &b_->nul_replacements);
@@ -137,10 +151,11 @@ class Converter {
         if (!Temporality(m.histogram().aggregation_temporality(), base, &base.temporality)) {
           return false;
         }
+        Grow(m.histogram().data_points().size(), &b_->histograms);
         for (const auto& p : m.histogram().data_points()) {
           HistogramPoint h;
-          if (!Head(p, base, &h) || !Count(p.count(), base, &h.count) ||
-              !Counts(p.bucket_counts(), base, &h.counts)) {
+          if (!Head(p, base, &h) || !Count(p.count(), base, "count", &h.count) ||
+              !Counts(p.bucket_counts(), base, "bucketCounts", &h.counts)) {
             return false;
           }
           if (p.has_sum()) h.sum = p.sum();
@@ -156,12 +171,15 @@ class Converter {
                          &base.temporality)) {
           return false;
         }
+        Grow(m.exponential_histogram().data_points().size(), &b_->exp_histograms);
         for (const auto& p : m.exponential_histogram().data_points()) {
           ExpHistogramPoint x;
-          if (!Head(p, base, &x) || !Count(p.count(), base, &x.count) ||
-              !Count(p.zero_count(), base, &x.zero_count) ||
-              !Counts(p.positive().bucket_counts(), base, &x.positive_counts) ||
-              !Counts(p.negative().bucket_counts(), base, &x.negative_counts)) {
+          if (!Head(p, base, &x) || !Count(p.count(), base, "count", &x.count) ||
+              !Count(p.zero_count(), base, "zeroCount", &x.zero_count) ||
+              !Counts(p.positive().bucket_counts(), base, "positive.bucketCounts",
+                      &x.positive_counts) ||
+              !Counts(p.negative().bucket_counts(), base, "negative.bucketCounts",
+                      &x.negative_counts)) {
             return false;
           }
           if (p.has_sum()) x.sum = p.sum();
@@ -176,10 +194,13 @@ class Converter {
         return true;
       case pb::Metric::kSummary:
         base.type = MetricType::kSummary;
+        Grow(m.summary().data_points().size(), &b_->summaries);
         for (const auto& p : m.summary().data_points()) {
           SummaryPoint s;
-          if (!Head(p, base, &s) || !Count(p.count(), base, &s.count)) return false;
+          if (!Head(p, base, &s) || !Count(p.count(), base, "count", &s.count)) return false;
           s.sum = p.sum();
+          s.quantiles.reserve(static_cast<size_t>(p.quantile_values().size()));
+          s.quantile_values.reserve(static_cast<size_t>(p.quantile_values().size()));
           for (const auto& q : p.quantile_values()) {
             s.quantiles.push_back(q.quantile());
             s.quantile_values.push_back(q.value());
@@ -194,12 +215,29 @@ class Converter {
   }
 
  private:
-  bool Fail(const Series& base, const std::string& what) {
-    if (error.empty()) error = "protobuf: metric " + base.name + ": " + what;
+  // A value the OTLP type allows that cannot be stored (an unsigned 64-bit count or time
+  // above bigint's range): names the field and the value.
+  bool Fail(const mw::Metric& base, const char* field, const std::string& value) {
+    if (error.empty()) {
+      error = "protobuf: metric " + base.name + ": " + field + " " + value +
+              " is above 2^63-1 and cannot be stored";
+    }
     return false;
   }
 
-  bool Numbers(const RepeatedPtrField<pb::NumberDataPoint>& points, const Series& base) {
+  // Room for the points of one metric at once: no doubling on the way (a batch of 250,000
+  // points would briefly hold one and a half copies of its arrays).
+  template <typename T>
+  void Grow(int n, std::vector<T>* v) {
+    const auto more = static_cast<size_t>(n);
+    if (v->capacity() - v->size() < more) v->reserve(v->size() + more);
+    if (b_->series.capacity() - b_->series.size() < more) {
+      b_->series.reserve(b_->series.size() + more);
+    }
+  }
+
+  bool Numbers(const RepeatedPtrField<pb::NumberDataPoint>& points, const mw::Metric& base) {
+    Grow(points.size(), &b_->numbers);
     for (const auto& p : points) {
       NumberPoint n;
       if (!Head(p, base, &n)) return false;
@@ -215,12 +253,17 @@ class Converter {
   }
 
   Batch* b_;
+  uint32_t metric_ = 0;  // the metric being converted
 };
 
 }  // namespace
 
 struct ProtoDecoder::Impl {
-  pb::ExportMetricsServiceRequest request;
+  // The first arena block of every decode: a batch of the usual size (a few KiB) parses
+  // without a malloc, and a huge one gives all its memory back when the decode ends (a reused
+  // message would keep a cleared object for every point it ever held).
+  std::unique_ptr<char[]> first_block{new char[kFirstBlock]};
+  static constexpr size_t kFirstBlock = 64 * 1024;
 };
 
 ProtoDecoder::ProtoDecoder() : impl_(std::make_unique<Impl>()) {
@@ -233,8 +276,13 @@ ProtoDecoder::~ProtoDecoder() = default;
 
 core::Status ProtoDecoder::Decode(std::string_view body, Batch* out) {
   out->Clear();
-  pb::ExportMetricsServiceRequest& req = impl_->request;
-  req.Clear();
+  google::protobuf::ArenaOptions options;
+  options.initial_block = impl_->first_block.get();
+  options.initial_block_size = Impl::kFirstBlock;
+  // Large blocks for a large body: fewer mallocs, each returned to the system when it is freed.
+  options.max_block_size = std::clamp<size_t>(body.size() / 8, 8 * 1024, 1024 * 1024);
+  google::protobuf::Arena arena(options);
+  auto& req = *google::protobuf::Arena::CreateMessage<pb::ExportMetricsServiceRequest>(&arena);
   if (body.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !req.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
     auto fault = wire::FindFault(body);
@@ -254,9 +302,12 @@ core::Status ProtoDecoder::Decode(std::string_view body, Batch* out) {
                                   text::Clean(sm.scope().version(), &out->nul_replacements),
                                   c.Attributes(sm.scope().attributes())});
       for (const auto& m : sm.metrics()) {
-        if (!c.Metric(m, resource, scope)) return core::Error::Invalid(c.error);
+        if (!c.ConvertMetric(m, resource, scope)) return core::Error::Invalid(c.error);
       }
     }
+  }
+  if (out->attribute_text.size() >= kMaxAttributeText) {
+    return core::Error::Invalid("protobuf: the attributes of this batch are too large to store");
   }
   return core::Status::Ok();
 }

@@ -134,6 +134,12 @@ bool DecodeBase64(std::string_view in, std::string* out) {
 }
 
 std::string Object(std::vector<Member>& members, uint64_t* nuls) {
+  std::string out;
+  AppendObject(out, members, nuls);
+  return out;
+}
+
+void AppendObject(std::string& out, std::vector<Member>& members, uint64_t* nuls) {
   auto less = [](const Member& a, const Member& b) { return a.key < b.key; };
   if (members.size() <= 16) {
     // Insertion sort for the usual few attributes: stable, and without the buffer
@@ -148,8 +154,7 @@ std::string Object(std::vector<Member>& members, uint64_t* nuls) {
   }
   size_t size = 2;
   for (const auto& m : members) size += m.key.size() + m.value.size() + 4;
-  std::string out;
-  out.reserve(size);
+  out.reserve(out.size() + size);
   out += '{';
   for (size_t i = 0; i < members.size(); ++i) {
     if (i > 0) out += ',';
@@ -158,7 +163,6 @@ std::string Object(std::vector<Member>& members, uint64_t* nuls) {
     out += members[i].value;
   }
   out += '}';
-  return out;
 }
 
 }  // namespace mw::text

@@ -30,5 +30,7 @@ struct Member {
 
 // {"k":v,...} with members sorted by key (stable, so repeated keys keep their order).
 std::string Object(std::vector<Member>& members, uint64_t* nuls);
+// The same, appended to out (whose buffer a caller can reuse).
+void AppendObject(std::string& out, std::vector<Member>& members, uint64_t* nuls);
 
 }  // namespace mw::text

@@ -115,7 +115,7 @@ core::Status Store::ResolveSeries(std::span<const PendingBatch> batches,
   for (auto& c : cols) c = "{";
   for (const auto& [key, where] : misses) {
     const PendingBatch& pb = batches[where.first];
-    const Series& s = pb.batch.series[where.second];
+    const SeriesView s = pb.batch.SeriesAt(where.second);
     const Scope& sc = pb.batch.scopes[s.scope];
     Elem(cols[0], Hex(Fingerprint{key.first, key.second}.Bytes()));
     Elem(cols[1], pb.tenant);

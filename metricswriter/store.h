@@ -36,6 +36,7 @@ struct PendingBatch {
   uint64_t stream_seq = 0;
   Batch batch;
   std::vector<Fingerprint> fingerprints;  // one per batch.series
+  int64_t charge = 0;  // bytes charged against the writer's budget (message and decoded batch)
 };
 
 struct WriteOutcome {

@@ -18,7 +18,11 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 Writer::Writer(WriterOptions options, core::NatsClient& nats, core::metrics::Registry& registry,
                core::StopFlag& stop)
-    : options_(std::move(options)), nats_(nats), stop_(stop), metrics_(registry) {
+    : options_(std::move(options)),
+      nats_(nats),
+      stop_(stop),
+      metrics_(registry),
+      budget_(options_.max_bytes_in_flight) {
   for (size_t i = 0; i < std::max<size_t>(options_.connections, 1); ++i) {
     stores_.push_back(std::make_unique<Store>(options_.store));
   }
@@ -151,7 +155,7 @@ void Writer::StoreGroup(Store& store, Group& g) {
         DeadLetter(g.messages[r.begin], "database rejected this batch: " + e.message, "",
                    "db_rejected");
         g.done[r.begin] = true;
-        Release(1);
+        Release(1, g.batches[r.begin].charge);
       }
       continue;
     }
@@ -198,6 +202,7 @@ void Writer::KeepAlive(Group& g, Clock::time_point* last) {
 void Writer::Finished(Store& store, Group& g, size_t begin, size_t end, const WriteOutcome& out) {
   const int64_t now_ns = core::NowUnixNs();
   size_t stored = 0;
+  int64_t bytes = 0;
   // Summed here and added once per type: a labelled child's lookup takes a lock.
   std::array<size_t, kMetricTypes> points{};
   for (size_t i = begin; i < end; ++i) {
@@ -205,7 +210,9 @@ void Writer::Finished(Store& store, Group& g, size_t begin, size_t end, const Wr
     const Batch& b = g.batches[i].batch;
     if (out.stored[i - begin]) {
       ++stored;
-      for (const auto& p : b.numbers) ++points[static_cast<size_t>(b.series[p.series].type)];
+      for (const auto& p : b.numbers) {
+        ++points[static_cast<size_t>(b.metrics[b.series[p.series].metric].type)];
+      }
       points[static_cast<size_t>(MetricType::kHistogram)] += b.histograms.size();
       points[static_cast<size_t>(MetricType::kExpHistogram)] += b.exp_histograms.size();
       points[static_cast<size_t>(MetricType::kSummary)] += b.summaries.size();
@@ -226,8 +233,9 @@ void Writer::Finished(Store& store, Group& g, size_t begin, size_t end, const Wr
       spdlog::debug("ack of sequence {} failed: {}", msg.stream_seq(), s.error().message);
     }
     g.done[i] = true;
+    bytes += g.batches[i].charge;
   }
-  Release(end - begin);
+  Release(end - begin, bytes);
   for (size_t t = 0; t < kMetricTypes; ++t) {
     if (points[t] > 0)
       metrics_.Points(static_cast<MetricType>(t)).Inc(static_cast<double>(points[t]));
@@ -242,18 +250,25 @@ void Writer::Finished(Store& store, Group& g, size_t begin, size_t end, const Wr
 
 void Writer::NakRest(Group& g) {
   size_t n = 0;
+  int64_t bytes = 0;
   for (size_t i = 0; i < g.messages.size(); ++i) {
     if (g.done[i]) continue;
     (void)g.messages[i].Nak(Millis(0));
     g.done[i] = true;
     ++n;
+    bytes += g.batches[i].charge;
   }
-  Release(n);
+  Release(n, bytes);
   if (n > 0) spdlog::info("stopping with the database unavailable: {} batches handed back", n);
 }
 
-void Writer::Release(size_t n) {
+void Writer::Release(size_t n, int64_t bytes) {
   metrics_.held_batches.Set(static_cast<double>(held_ -= static_cast<int64_t>(n)));
+  metrics_.held_bytes.Set(static_cast<double>(held_bytes_ -= bytes));
+  // The intake may have room again. Under the lock: it evaluates its wait under it, so the
+  // wake-up cannot fall between its check and its wait.
+  { std::lock_guard lk(mu_); }
+  cv_.notify_all();
 }
 
 }  // namespace mw

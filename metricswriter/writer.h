@@ -5,6 +5,8 @@
 //  - intake: fetches from the durable pull consumer, checks id, tenant and content type,
 //    decodes, and either dead-letters the message (API_DLQ, then ack) or adds it to a group;
 //    a full or lingering group is handed to the store thread (at most `queued_groups` wait);
+//    it fetches by bytes as well as by count and decodes only what the byte budget has room
+//    for (ByteBudget: at most `max_bytes_in_flight` held, as received plus decoded);
 //  - store (`connections` of them, each with its own Store): writes a group in one transaction
 //  (Store::Write), acks its messages after the
 //    commit, isolates a batch the database rejects for its content and dead-letters it alone,
@@ -16,6 +18,7 @@
 // Thread-safety: Run() once, from the main thread; health() from any thread.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -30,6 +33,7 @@
 #include "common/nats_client.h"
 #include "common/nats_stream.h"
 #include "common/stop_signal.h"
+#include "metricswriter/byte_budget.h"
 #include "metricswriter/decisions.h"
 #include "metricswriter/otlp_json.h"
 #include "metricswriter/otlp_proto.h"
@@ -48,6 +52,9 @@ struct WriterOptions {
   Millis retry_base{200};        // database retry backoff
   Millis retry_max{10'000};
   Millis expire_every{std::chrono::hours(1)};
+  int64_t max_bytes_in_flight = int64_t{64} << 20;  // see ByteBudget
+  Millis too_large_retry{60'000};   // a dead letter refused for its size is tried again after
+  Millis unavailable_retry{5'000};  // a dead letter that could not be published otherwise
   Store::Options store;
 };
 
@@ -77,16 +84,21 @@ class Writer {
   // intake thread (writer_intake.cpp)
   void IntakeLoop(core::PullConsumer& consumer);
   bool Admit(core::Message& msg, PendingBatch* out);  // false: dead-lettered or naked
+  void Take(core::Message msg, Group* g);             // decodes a fetched message into g
+  bool Waiting(const Group& g) const;  // nothing to do until a release, a stop or the linger
+  void KeepRawAlive(Clock::time_point* last);
+  void HandBackRaw();  // at a stop: messages fetched and not decoded go back to the stream
   // store thread (writer.cpp)
   void StoreLoop(size_t index);
   void StoreGroup(Store& store, Group& group);
   void KeepAlive(Group& group, Clock::time_point* last);
   void Finished(Store& store, Group& group, size_t begin, size_t end, const WriteOutcome& out);
-  void NakRest(Group& group);  // at a stop while the database is down
-  void Release(size_t n);      // n batches are no longer held
+  void NakRest(Group& group);             // at a stop while the database is down
+  void Release(size_t n, int64_t bytes);  // n batches (charged `bytes`) are no longer held
   // either thread
   void DeadLetter(core::Message& msg, const std::string& reason, const std::string& detail,
                   const std::string& label);
+  void DeadLetterFailed(core::Message& msg, const core::Error& e);  // counts, naks, logs
 
   WriterOptions options_;
   core::NatsClient& nats_;
@@ -96,6 +108,8 @@ class Writer {
   JsonDecoder json_;                            // intake thread only
   ProtoDecoder proto_;                          // intake thread only
   std::string scratch_;                         // intake thread only
+  ByteBudget budget_;                           // intake thread only
+  std::deque<core::Message> raw_;  // intake thread only: fetched, waiting for budget to decode
 
   std::mutex mu_;  // guards queue_ and intake_done_
   std::condition_variable cv_;
@@ -104,6 +118,13 @@ class Writer {
 
   std::atomic<bool> db_ok_{false};
   std::atomic<int64_t> held_{0};
+  std::atomic<int64_t> held_bytes_{0};
+
+  std::mutex dlq_mu_;  // guards the two below
+  // Per cause (too_large, unavailable): when the failure was logged at warn level, how many
+  // failed since (the rest go to debug; a reminder at most hourly).
+  std::array<Clock::time_point, 2> dlq_logged_{};
+  std::array<uint64_t, 2> dlq_failed_since_log_{};
 };
 
 }  // namespace mw

@@ -1,7 +1,11 @@
 // The intake thread of the Writer (writer.h): fetch, check, decode, group; dead letters.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <utility>
+
 #include "common/dead_letter.h"
+#include "common/nats_stream.h"
 #include "common/topology.h"
 #include "metricswriter/intake.h"
 #include "metricswriter/writer.h"
@@ -18,11 +22,7 @@ void Writer::DeadLetter(core::Message& msg, const std::string& reason, const std
   origin.headers = msg.AllHeaders();
   auto ack = core::PublishSync(nats_, core::dead_letter::Build(origin, reason, detail));
   if (!ack.ok()) {
-    // Not ours to drop: it comes back after the delay and is judged (and moved) again.
-    metrics_.dlq_publish_failures.Inc();
-    spdlog::warn("could not move sequence {} ({}) to the dead-letter stream, retrying later: {}",
-                 origin.stream_seq, origin.subject, ack.error().message);
-    (void)msg.Nak(Millis(5000));
+    DeadLetterFailed(msg, ack.error());
     return;
   }
   // Acked only now that API_DLQ has it. A lost ack means a redelivery, whose DLQ publish the
@@ -35,6 +35,41 @@ void Writer::DeadLetter(core::Message& msg, const std::string& reason, const std
   spdlog::warn("batch moved to the dead-letter stream: reason \"{}\"{}, subject {}, sequence {}",
                reason, detail.empty() ? "" : " (" + detail + ")", origin.subject,
                origin.stream_seq);
+}
+
+void Writer::DeadLetterFailed(core::Message& msg, const core::Error& e) {
+  // Not ours to drop: the batch stays in API_METRICS, unacknowledged, comes back after the
+  // delay and is judged (and moved) again. A refusal for its size cannot pass before an
+  // operator raises a limit, so it comes back slowly, and each failure is counted (the
+  // DLQPublishFailing alert) rather than logged.
+  const bool too_large = core::IsMessageTooLarge(e);
+  const size_t cause = too_large ? 0 : 1;
+  const char* name = too_large ? "too_large" : "unavailable";
+  metrics_.DlqPublishFailures(name).Inc();
+  const Millis retry = too_large ? options_.too_large_retry : options_.unavailable_retry;
+  (void)msg.Nak(retry);
+  uint64_t since = 0;
+  {
+    std::lock_guard lk(dlq_mu_);
+    const auto now = Clock::now();
+    if (dlq_logged_[cause] != Clock::time_point{} &&
+        now - dlq_logged_[cause] < std::chrono::hours(1)) {
+      ++dlq_failed_since_log_[cause];
+      spdlog::debug("dead letter of sequence {} ({}) refused again ({}): {}", msg.stream_seq(),
+                    msg.subject(), name, e.message);
+      return;
+    }
+    dlq_logged_[cause] = now;
+    since = std::exchange(dlq_failed_since_log_[cause], 0);
+  }
+  spdlog::warn(
+      "could not move sequence {} ({}) to the dead-letter stream{}: {}; the batch stays in "
+      "{} and is tried again in {} s; every failure counts in "
+      "metricswriter_dlq_publish_failures_total{{cause=\"{}\"}} (this is logged at most "
+      "hourly{})",
+      msg.stream_seq(), msg.subject(), too_large ? ", the server refuses it for its size" : "",
+      e.message, core::topology::kApiMetrics, retry.count() / 1000, name,
+      since > 0 ? "; " + std::to_string(since) + " more failures since the last line" : "");
 }
 
 bool Writer::Admit(core::Message& msg, PendingBatch* out) {
@@ -69,11 +104,75 @@ bool Writer::Admit(core::Message& msg, PendingBatch* out) {
   return true;
 }
 
+namespace {
+
+// A message as charged before it is decoded: its payload, plus room for its headers and
+// nats.c's bookkeeping.
+int64_t RawCharge(const core::Message& msg) {
+  return static_cast<int64_t>(msg.data().size()) + 256;
+}
+
+int64_t DecodedCharge(const PendingBatch& pb) {
+  return static_cast<int64_t>(pb.batch.MemoryBytes() +
+                              pb.fingerprints.capacity() * sizeof(Fingerprint) +
+                              pb.tenant.capacity() + pb.batch_id.capacity());
+}
+
+}  // namespace
+
+void Writer::Take(core::Message msg, Group* g) {
+  const int64_t raw = RawCharge(msg);
+  PendingBatch pb;
+  if (!Admit(msg, &pb)) {
+    Release(1, raw);  // dead-lettered or handed back
+    return;
+  }
+  const int64_t decoded = DecodedCharge(pb);
+  budget_.Decoded(raw, decoded);
+  pb.charge = raw + decoded;
+  metrics_.held_bytes.Set(static_cast<double>(held_bytes_ += decoded));
+  if (g->batches.empty()) g->first = Clock::now();
+  g->points += pb.batch.PointCount();
+  g->messages.push_back(std::move(msg));
+  g->batches.push_back(std::move(pb));
+}
+
+bool Writer::Waiting(const Group& g) const {
+  // Under mu_: the store threads release under it too (Release), so no wake-up is lost.
+  if (stop_.stopping()) return false;
+  if (!raw_.empty()) return !budget_.MayDecode(held_bytes_, RawCharge(raw_.front()));
+  if (!g.batches.empty() &&
+      (g.batches.size() >= options_.group_batches || g.points >= options_.group_points)) {
+    return false;  // full: hand it over
+  }
+  return queue_.size() >= options_.queued_groups || !budget_.NextFetch(held_bytes_).fetch;
+}
+
+void Writer::KeepRawAlive(Clock::time_point* last) {
+  if (Clock::now() - *last < options_.consumer.ack_wait / 3) return;
+  *last = Clock::now();
+  for (auto& m : raw_) (void)m.InProgress();
+}
+
+void Writer::HandBackRaw() {
+  if (raw_.empty()) return;
+  int64_t bytes = 0;
+  const size_t n = raw_.size();
+  for (auto& m : raw_) {
+    bytes += RawCharge(m);
+    (void)m.Nak(Millis(0));
+  }
+  raw_.clear();
+  Release(n, bytes);
+  spdlog::info("stopping: {} fetched batches not decoded yet handed back", n);
+}
+
 void Writer::IntakeLoop(core::PullConsumer& consumer) {
   GroupPolicy policy(options_.group_batches, options_.group_points, options_.group_linger);
   Group g;
   Clock::time_point last_error{};
   Clock::time_point last_fetch{};
+  Clock::time_point last_keepalive = Clock::now();
   auto hand_over = [&] {
     g.done.assign(g.messages.size(), false);
     {
@@ -91,27 +190,56 @@ void Writer::IntakeLoop(core::PullConsumer& consumer) {
       hand_over();
       continue;
     }
-    bool room = true;
-    {
-      // Fetch only with room downstream: everything fetched is either in the group gathered
-      // here (for at most the linger) or queued, where the store threads keep it alive.
-      std::unique_lock lk(mu_);
-      cv_.wait_for(lk, Millis(200),
-                   [&] { return queue_.size() < options_.queued_groups || stop_.stopping(); });
-      room = queue_.size() < options_.queued_groups;
+    // What was fetched is decoded as far as the budget has room for it.
+    if (!raw_.empty() && !policy.Full(g.batches.size(), g.points) &&
+        budget_.MayDecode(held_bytes_, RawCharge(raw_.front()))) {
+      core::Message m = std::move(raw_.front());
+      raw_.pop_front();
+      Take(std::move(m), &g);
+      continue;
     }
+    {
+      // Fetch only with room downstream and in the budget: everything fetched is either
+      // waiting here (kept alive by this thread), in the group gathered here (for at most the
+      // linger) or queued, where the store threads keep it alive.
+      std::unique_lock lk(mu_);
+      auto wait = Millis(200);
+      if (!g.batches.empty()) {
+        wait = std::clamp(
+            std::chrono::duration_cast<Millis>(g.first + options_.group_linger - Clock::now()),
+            Millis(1), wait);
+      }
+      cv_.wait_for(lk, wait, [&] { return !Waiting(g); });
+    }
+    KeepRawAlive(&last_keepalive);
     now = Clock::now();
-    // Without room, still a fetch of one message every third of the ack wait: the server may
-    // have answered an earlier pull request after nats.c stopped waiting for it, and what it
-    // sent waits unseen in nats.c's queue, where nothing keeps it alive. Such messages are
-    // taken first, without a new request to the server.
-    if (!room && now - last_fetch < options_.consumer.ack_wait / 3) continue;
+    const bool room = [&] {
+      std::lock_guard lk(mu_);
+      return queue_.size() < options_.queued_groups;
+    }();
+    const ByteBudget::Fetch plan = budget_.NextFetch(held_bytes_);
+    const bool fetch = room && plan.fetch && raw_.empty();
+    // Without room, still a fetch every third of the ack wait, of one message nats.c already
+    // holds (a byte limit of 1 asks the server for nothing that could be delivered): the
+    // server may have answered an earlier pull request after nats.c stopped waiting for it,
+    // and what it sent waits unseen in nats.c's queue, where nothing keeps it alive.
+    if (!fetch && now - last_fetch < options_.consumer.ack_wait / 3) continue;
     last_fetch = now;
-    auto want =
-        room ? static_cast<int>(std::min<size_t>(options_.group_batches - g.batches.size(), 500))
-             : 1;
-    auto fetched =
-        consumer.Fetch(want, policy.FetchWait(g.batches.size(), g.first, now, Millis(1000)));
+    int want = 1;
+    int64_t max_bytes = 1;
+    if (fetch && !plan.alone) {
+      // What the group has room for (never full here: a full group is due), but at least 16:
+      // more wait here for the next group. A tiny request is where nats.c 3.4's fetch overflow
+      // (see PullConsumer::TakeHeld) could still strike, with late answers racing the request.
+      want =
+          static_cast<int>(std::clamp<size_t>(options_.group_batches - g.batches.size(), 16, 500));
+      max_bytes = plan.max_bytes;
+    } else if (fetch) {
+      max_bytes = 0;  // alone: one message, whatever its size
+    }
+    const Millis fetch_wait =
+        fetch ? policy.FetchWait(g.batches.size(), g.first, now, Millis(1000)) : kMinFetchWait;
+    auto fetched = consumer.Fetch(want, max_bytes, fetch_wait);
     if (!fetched.ok()) {
       if (Clock::now() - last_error > std::chrono::seconds(30)) {
         spdlog::warn("fetch from API_METRICS failed (retrying): {}", fetched.error().message);
@@ -120,17 +248,25 @@ void Writer::IntakeLoop(core::PullConsumer& consumer) {
       stop_.WaitFor(Millis(500));
       continue;
     }
-    for (auto& msg : *fetched) {
+    if (fetched->next_exceeds_max_bytes) {
+      if (fetch) {
+        spdlog::debug(
+            "the next batch is bigger than the {} bytes there is room for: it is "
+            "fetched alone once nothing else is held",
+            max_bytes);
+        budget_.NextTooLarge();
+      }
+      continue;
+    }
+    if (fetch && (plan.alone || !fetched->messages.empty())) budget_.Fetched();
+    for (auto& msg : fetched->messages) {
       metrics_.received.Inc();
-      PendingBatch pb;
-      if (!Admit(msg, &pb)) continue;
-      if (g.batches.empty()) g.first = Clock::now();
-      g.points += pb.batch.PointCount();
-      g.messages.push_back(std::move(msg));
-      g.batches.push_back(std::move(pb));
       metrics_.held_batches.Set(static_cast<double>(++held_));
+      metrics_.held_bytes.Set(static_cast<double>(held_bytes_ += RawCharge(msg)));
+      raw_.push_back(std::move(msg));
     }
   }
+  HandBackRaw();
   if (!g.batches.empty()) hand_over();  // decoded already: the store thread finishes it
   {
     std::lock_guard lk(mu_);

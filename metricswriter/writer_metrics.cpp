@@ -27,11 +27,13 @@ WriterMetrics::WriterMetrics(core::metrics::Registry& r)
           CountsSinceStart("Batches moved to API_DLQ, by reason: decode, content_type, "
                            "invalid_id, invalid_subject, db_rejected."),
           {"reason"})),
-      dlq_publish_failures(
-          r.AddCounter("metricswriter_dlq_publish_failures_total",
-                       CountsSinceStart("Dead-letter publishes that failed; the batch is "
-                                        "redelivered and tried again."))
-              .Get()),
+      dlq_publish_failures(r.AddCounter(
+          "metricswriter_dlq_publish_failures_total",
+          CountsSinceStart("Dead-letter publishes to API_DLQ that failed, by cause: too_large "
+                           "(the server refused the message for its size: above its max "
+                           "payload or API_DLQ's max message size) or unavailable (anything "
+                           "else). The batch stays unacknowledged and is tried again."),
+          {"cause"})),
       nul_replacements(
           r.AddCounter("metricswriter_nul_replacements_total",
                        CountsSinceStart("NUL characters replaced by U+FFFD in stored batches."))
@@ -56,6 +58,12 @@ WriterMetrics::WriterMetrics(core::metrics::Registry& r)
                               "Batches fetched and not yet acknowledged (waiting for or in a "
                               "transaction).")
                        .Get()),
+      held_bytes(r.AddGauge("metricswriter_held_bytes",
+                            "Bytes charged for the batches held (as received, plus their "
+                            "decoded form once decoded); at most "
+                            "METRICSWRITER_MAX_BYTES_IN_FLIGHT, except for one batch that is "
+                            "bigger on its own.")
+                     .Get()),
       last_stored(r.AddGauge("metricswriter_last_store_timestamp_seconds",
                              "Unix time of the last commit that stored at least one batch.")
                       .Get()),
@@ -71,6 +79,10 @@ WriterMetrics::WriterMetrics(core::metrics::Registry& r)
                             .Get()),
       group_batches(r.AddHistogram("metricswriter_group_batches", "Batches per transaction group.",
                                    ExponentialBuckets(1, 2, 13))
-                        .Get()) {}
+                        .Get()) {
+  // Present from the start: an alert on increase() needs a sample before the first failure.
+  DlqPublishFailures("too_large");
+  DlqPublishFailures("unavailable");
+}
 
 }  // namespace mw

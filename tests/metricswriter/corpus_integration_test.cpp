@@ -47,19 +47,19 @@ std::string Arr(const std::vector<T>& v) {
 // The series columns of a point, as parameters $1..$11.
 std::vector<core::pg::Param> SeriesParams(const std::string& tenant, const mw::Batch& b,
                                           const mw::PointHead& p) {
-  const auto& s = b.series[p.series];
+  const auto s = b.SeriesAt(p.series);
   const auto& sc = b.scopes[s.scope];
   return {tenant,
-          s.name,
+          std::string(s.name),
           mw::MetricTypeName(s.type),
-          s.unit,
+          std::string(s.unit),
           mw::TemporalityName(s.temporality),
           s.monotonic ? "t" : "f",
           b.resources[s.resource],
           sc.name,
           sc.version,
           sc.attributes,
-          s.attributes,
+          std::string(s.attributes),
           std::to_string(p.start_time),
           std::to_string(p.time),
           std::to_string(p.flags)};
@@ -79,7 +79,7 @@ void ExpectStored(mwtest::Harness& h, const std::string& tenant, const mw::Batch
     auto params = SeriesParams(tenant, b, p);
     params.push_back(D(p.value));
     params.push_back(p.int_value ? core::pg::Param(std::to_string(*p.int_value)) : std::nullopt);
-    INFO(b.series[p.series].name << " " << b.series[p.series].attributes);
+    INFO(b.SeriesAt(p.series).name << " " << b.Attributes(p.series));
     CHECK(h.Count(std::string("SELECT count(*) FROM metrics.number_points p") + kSeriesWhere +
                       " AND p.value = $15::float8 AND p.value_int IS NOT DISTINCT FROM $16::bigint",
                   params) == 1);
@@ -90,7 +90,7 @@ void ExpectStored(mwtest::Harness& h, const std::string& tenant, const mw::Batch
                    core::pg::Param(Arr(p.bounds)), core::pg::Param(Arr(p.counts))}) {
       params.push_back(v);
     }
-    INFO(b.series[p.series].name);
+    INFO(b.SeriesAt(p.series).name);
     CHECK(h.Count(std::string("SELECT count(*) FROM metrics.histogram_points p") + kSeriesWhere +
                       " AND p.count = $15::bigint AND p.sum IS NOT DISTINCT FROM $16::float8"
                       " AND p.min IS NOT DISTINCT FROM $17::float8"
@@ -109,7 +109,7 @@ void ExpectStored(mwtest::Harness& h, const std::string& tenant, const mw::Batch
           core::pg::Param(Arr(p.negative_counts))}) {
       params.push_back(v);
     }
-    INFO(b.series[p.series].name);
+    INFO(b.SeriesAt(p.series).name);
     CHECK(h.Count(std::string("SELECT count(*) FROM metrics.exp_histogram_points p") +
                       kSeriesWhere +
                       " AND p.count = $15::bigint AND p.sum IS NOT DISTINCT FROM $16::float8"
@@ -139,7 +139,8 @@ TEST_CASE("the corpus is stored and reads back point by point", "[integration]")
   mwtest::Harness h;
   // The captures carry the time they were made: keep every day of the next ten years.
   auto writer = h.StartWriter(0, {{"METRICS_RETENTION_DAYS", "3650"}});
-  const std::vector<std::string> names = {"cumulative-1", "cumulative-2", "delta-1", "delta-2"};
+  const std::vector<std::string> names = {"cumulative-1", "cumulative-2", "delta-1", "delta-2",
+                                          "big-numbers"};
   const std::string summary =
       R"({"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"name":"q","summary":{"dataPoints":[{"timeUnixNano":")" +
       std::to_string(mwtest::NowNs()) +
@@ -149,7 +150,7 @@ TEST_CASE("the corpus is stored and reads back point by point", "[integration]")
     h.Publish("proto", Read(n + ".pb"), "proto-" + n, "application/x-protobuf");
   }
   h.Publish("json", summary, "summary-1");
-  REQUIRE(h.WaitCount("SELECT count(*) FROM metrics.batches", 9, 20'000) == 9);
+  REQUIRE(h.WaitCount("SELECT count(*) FROM metrics.batches", 11, 20'000) == 11);
 
   mw::JsonDecoder jd;
   mw::ProtoDecoder pd;

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -24,7 +26,8 @@ std::string Read(const std::string& name) {
 
 TEST_CASE("corpus: JSON and protobuf captures of one collection decode to the same points",
           "[corpus]") {
-  auto name = GENERATE(as<std::string>{}, "cumulative-1", "cumulative-2", "delta-1", "delta-2");
+  auto name = GENERATE(as<std::string>{}, "cumulative-1", "cumulative-2", "delta-1", "delta-2",
+                       "big-numbers");
   INFO(name);
   mw::JsonDecoder jd;
   mw::ProtoDecoder pd;
@@ -50,7 +53,7 @@ TEST_CASE("corpus: the cumulative capture holds every kind the JS SDK writes", "
   CHECK(b.nul_replacements == 1);  // the attribute "a\0b"
   bool big = false, nan = false, negative = false;
   for (const auto& p : b.numbers) {
-    const auto& s = b.series[p.series];
+    const auto s = b.SeriesAt(p.series);
     if (p.int_value == (int64_t{1} << 40)) big = true;
     if (s.name == "cpu.temperature" && std::isnan(p.value)) nan = true;
     if (s.name == "queue.depth") {
@@ -66,4 +69,45 @@ TEST_CASE("corpus: the cumulative capture holds every kind the JS SDK writes", "
   CHECK(h.counts == std::vector<int64_t>{1, 1, 1, 1, 1});
   CHECK(h.count == 5);
   CHECK(b.exp_histograms[0].zero_count == 1);
+}
+
+TEST_CASE("corpus: doubles as JSON.stringify writes them, integer literals beyond 64 bits too",
+          "[corpus]") {
+  // The SDK's own JSON export: 2^64 as 18446744073709552000, 1.2345678901234568e20 as
+  // 123456789012345680000, sums and bounds the same way (see corpus/generator).
+  const std::string json = Read("big-numbers.json");
+  REQUIRE(json.find("\"asDouble\":18446744073709552000") != std::string::npos);
+  REQUIRE(json.find("\"asDouble\":123456789012345680000") != std::string::npos);
+  mw::JsonDecoder jd;
+  mw::Batch b;
+  auto s = jd.Decode(json, &b);
+  INFO(s.error().message);
+  REQUIRE(s.ok());
+  std::map<std::string, double> gauge;
+  for (const auto& p : b.numbers) {
+    const auto series = b.SeriesAt(p.series);
+    if (series.name != "numbers.gauge") continue;
+    const std::string attrs(series.attributes);
+    const auto at = attrs.find("\"case\":\"") + 8;
+    gauge[attrs.substr(at, attrs.find('"', at) - at)] = p.value;
+  }
+  CHECK(gauge.at("two64") == 18446744073709551616.0);
+  CHECK(gauge.at("js_big") == 1.2345678901234568e20);
+  CHECK(gauge.at("below_1e21") == 999999999999999900000.0);
+  CHECK(gauge.at("at_1e21") == 1e21);
+  CHECK(gauge.at("e300") == 1e300);
+  CHECK(gauge.at("max") == std::numeric_limits<double>::max());
+  CHECK(gauge.at("minus_max") == -std::numeric_limits<double>::max());
+  CHECK(gauge.at("tiny") == std::numeric_limits<double>::denorm_min());
+  CHECK(gauge.at("two53_plus_2") == 9007199254740994.0);
+  bool whole = false;
+  for (const auto& h : b.histograms) {
+    if (h.sum == 3 * 18446744073709551616.0) {
+      whole = true;
+      CHECK(h.min == 18446744073709551616.0);
+      CHECK(h.max == 2 * 18446744073709551616.0);
+      CHECK(h.bounds == std::vector<double>{18446744073709551616.0, 1e20, 1e300});
+    }
+  }
+  CHECK(whole);
 }

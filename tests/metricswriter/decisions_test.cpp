@@ -139,7 +139,8 @@ TEST_CASE("fingerprint is pinned: stored in the database, it must never change",
 
 TEST_CASE("binary COPY: header, rows, NULLs, arrays and trailer", "[store]") {
   mw::Batch b;
-  b.series.resize(1);
+  b.metrics.resize(1);
+  b.AddSeries(0, "{}");
   mw::NumberPoint n;
   n.time = 5;
   n.value = 1.5;

@@ -4,6 +4,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include <nats/nats.h>
+
+#include "common/nats_admin.h"
 #include "common/nats_stream.h"
 #include "common/timefmt.h"
 #include "tests/support/metrics_scrape.h"
@@ -106,6 +109,33 @@ std::vector<DlqMessage> Harness::ReadDlq() {
     }
   }
   return out;
+}
+
+uint64_t Harness::StreamMessages(const std::string& stream) {
+  auto r = core::nats_admin::ReadStream(*nats_, stream);
+  if (!r.ok()) throw std::runtime_error("stream " + stream + ": " + r.error().message);
+  return r->messages;
+}
+
+void Harness::SetMaxMsgSize(const std::string& stream, int32_t bytes) {
+  jsStreamInfo* info = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  if (js_GetStreamInfo(&info, nats_->js(), stream.c_str(), nullptr, &jerr) != NATS_OK) {
+    throw std::runtime_error("stream info " + stream);
+  }
+  info->Config->MaxMsgSize = bytes;
+  jsStreamInfo* updated = nullptr;
+  natsStatus s = js_UpdateStream(&updated, nats_->js(), info->Config, nullptr, &jerr);
+  jsStreamInfo_Destroy(info);
+  jsStreamInfo_Destroy(updated);
+  if (s != NATS_OK) throw std::runtime_error("update " + stream + ": " + natsStatus_GetText(s));
+}
+
+void Harness::DeleteStream(const std::string& stream) {
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  if (js_DeleteStream(nats_->js(), stream.c_str(), nullptr, &jerr) != NATS_OK) {
+    throw std::runtime_error("delete " + stream);
+  }
 }
 
 core::pg::PgConn& Harness::pg() {

@@ -48,6 +48,11 @@ class Harness {
                const std::optional<std::string>& content_type = "application/json");
 
   std::vector<DlqMessage> ReadDlq();
+  // Messages a stream holds now.
+  uint64_t StreamMessages(const std::string& stream);
+  // Sets a stream's max message size (-1: none), as an operator would with the nats CLI.
+  void SetMaxMsgSize(const std::string& stream, int32_t bytes);
+  void DeleteStream(const std::string& stream);
   int64_t Count(const std::string& sql, const std::vector<core::pg::Param>& params = {});
   core::pg::PgConn& pg();          // a fresh connection when the last one broke
   void ResetPg() { pg_.reset(); }  // after a restart of PostgreSQL

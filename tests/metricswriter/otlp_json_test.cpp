@@ -43,7 +43,7 @@ TEST_CASE("JSON sum with integers as strings and as numbers", "[json]") {
   CHECK(b.numbers[0].time == 1700000001000000000LL);
   CHECK(b.numbers[1].int_value == 42);
   CHECK(b.numbers[1].start_time == 1700000000000000000LL);
-  const auto& s = b.series[b.numbers[1].series];
+  const auto s = b.SeriesAt(b.numbers[1].series);
   CHECK(s.type == mw::MetricType::kSum);
   CHECK(s.temporality == mw::Temporality::kCumulative);
   CHECK(s.monotonic);
@@ -72,7 +72,7 @@ TEST_CASE("JSON enum names and snake_case and unknown fields in any order", "[js
   auto b = MustDecode(
       R"({"extra":1,"resource_metrics":[{"scope_metrics":[{"metrics":[{"sum":{"data_points":[{"as_double":1.5,"time_unix_nano":"10","unknown":{"x":[1]}}],"is_monotonic":false,"aggregation_temporality":"AGGREGATION_TEMPORALITY_DELTA"},"unit":"s","name":"late.name"}],"scope":{"name":"s"}}],"resource":{}}]})");
   REQUIRE(b.numbers.size() == 1);
-  const auto& s = b.series[b.numbers[0].series];
+  const auto s = b.SeriesAt(b.numbers[0].series);
   CHECK(s.name == "late.name");  // name after the data still names the series
   CHECK(s.unit == "s");
   CHECK(s.temporality == mw::Temporality::kDelta);
@@ -90,11 +90,36 @@ TEST_CASE("JSON attribute values of every AnyValue kind", "[json]") {
       {"key":"kv","value":{"kvlistValue":{"values":[{"key":"z","value":{"boolValue":false}},{"key":"y","value":{"doubleValue":"NaN"}}]}}},
       {"key":"empty","value":{}},{"key":"nul","value":{"stringValue":"a\u0000b"}}]}]}})"));
   REQUIRE(b.numbers.size() == 1);
-  CHECK(b.series[0].attributes ==
+  CHECK(b.Attributes(0) ==
         "{\"arr\":[\"a\",1,null],\"bytes\":\"AAEC\",\"d\":2.0,\"empty\":null,\"i\":-3,"
         "\"kv\":{\"y\":\"NaN\",\"z\":false},\"nul\":\"a\xEF\xBF\xBD"
         "b\",\"s\":\"x\\\"y\"}");
   CHECK(b.nul_replacements == 1);
+}
+
+TEST_CASE("JSON attributes nest, a later oneof member wins, and points do not share lists",
+          "[json]") {
+  auto b = MustDecode(Wrap(
+      R"({"name":"g","gauge":{"dataPoints":[{"timeUnixNano":"1","asDouble":1,"attributes":[
+      {"key":"n","value":{"kvlistValue":{"values":[
+        {"key":"b","value":{"kvlistValue":{"values":[{"key":"d","value":{"intValue":1}},
+          {"key":"c","value":{"arrayValue":{"values":[{"kvlistValue":{"values":[
+            {"key":"f","value":{"boolValue":true}},{"key":"e","value":{}}]}}]}}}]}}},
+        {"key":"a","value":{"stringValue":"x"}}]}}},
+      {"key":"o","value":{"stringValue":"first","intValue":7}},
+      {"key":"p","value":{"arrayValue":{"values":[{"intValue":1}]},"boolValue":true}},
+      {"key":"q","value":{"kvlistValue":{"values":[{"key":"z","value":{"intValue":1}}]},"stringValue":"s"}},
+      {"key":"r","value":{"arrayValue":{"values":[{"intValue":1}],"values":[{"intValue":2},{"intValue":3}]}}},
+      {"key":"t","value":{"stringValue":"s","kvlistValue":{"values":[{"key":"z","value":{"intValue":1}}]}}},
+      {"key":"u","value":{"arrayValue":{"values":null}}},{"key":"v","value":{"kvlistValue":null}}]},
+      {"timeUnixNano":"2","asDouble":2,"attributes":[{"key":"only","value":{"intValue":5}}]},
+      {"timeUnixNano":"3","asDouble":3}]}})"));
+  REQUIRE(b.numbers.size() == 3);
+  CHECK(b.Attributes(b.numbers[0].series) ==
+        R"({"n":{"a":"x","b":{"c":[{"e":null,"f":true}],"d":1}},"o":7,"p":true,"q":"s",)"
+        R"("r":[2,3],"t":{"z":1},"u":[],"v":{}})");
+  CHECK(b.Attributes(b.numbers[1].series) == R"({"only":5})");
+  CHECK(b.Attributes(b.numbers[2].series) == "{}");
 }
 
 TEST_CASE("JSON histogram and exponential histogram and summary", "[json]") {
@@ -108,7 +133,7 @@ TEST_CASE("JSON histogram and exponential histogram and summary", "[json]") {
   CHECK(b.histograms[0].max == 4.0);
   CHECK(b.histograms[0].counts == std::vector<int64_t>{1, 2, 3});
   CHECK(b.histograms[0].bounds == std::vector<double>{1, 2.5});
-  CHECK(b.series[b.histograms[0].series].temporality == mw::Temporality::kDelta);
+  CHECK(b.SeriesAt(b.histograms[0].series).temporality == mw::Temporality::kDelta);
   REQUIRE(b.exp_histograms.size() == 1);
   const auto& x = b.exp_histograms[0];
   CHECK(x.scale == -2);

@@ -81,7 +81,7 @@ TEST_CASE("protobuf: every point kind decodes", "[proto]") {
   REQUIRE(b.numbers.size() == 1);
   CHECK(b.numbers[0].int_value == 9007199254740993LL);
   CHECK(b.numbers[0].time == 1700000001000000000LL);
-  const auto& s = b.series[b.numbers[0].series];
+  const auto s = b.SeriesAt(b.numbers[0].series);
   CHECK(s.attributes == R"({"a":7,"b":true})");
   CHECK(s.monotonic);
   CHECK(s.temporality == mw::Temporality::kCumulative);
@@ -125,8 +125,8 @@ TEST_CASE("protobuf: fields in any order give the same batch", "[proto]") {
   REQUIRE(b.numbers.size() == 1);
   CHECK(b.numbers[0].int_value == 5);
   CHECK(b.numbers[0].time == 99);
-  CHECK(b.series[0].name == "late");
-  CHECK(b.series[0].attributes == R"({"k":null})");
+  CHECK(b.SeriesAt(0).name == "late");
+  CHECK(b.Attributes(0) == R"({"k":null})");
 }
 
 TEST_CASE("protobuf: bad bytes name the byte", "[proto]") {
@@ -163,7 +163,8 @@ TEST_CASE("protobuf: a time above 2^63-1 is refused", "[proto]") {
   mw::Batch b;
   auto s = d.Decode(req.SerializeAsString(), &b);
   REQUIRE_FALSE(s.ok());
-  CHECK_THAT(s.error().message, Catch::Contains("metric requests: time above 2^63-1"));
+  CHECK_THAT(s.error().message,
+             Catch::Contains("metric requests: timeUnixNano 9223372036854775808 is above 2^63-1"));
 }
 
 TEST_CASE("protobuf: truncated and corrupted bodies never crash", "[proto]") {

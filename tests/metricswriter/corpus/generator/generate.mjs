@@ -79,9 +79,10 @@ function provider(temporality) {
       'team.tags': ['web', 'api'],
     }),
     readers: [reader],
-    views: [
-      { instrumentName: 'payload.size', aggregation: { type: AggregationType.EXPONENTIAL_HISTOGRAM } },
-    ],
+    views: ['payload.size', 'numbers.size'].map((instrumentName) => ({
+      instrumentName,
+      aggregation: { type: AggregationType.EXPONENTIAL_HISTOGRAM },
+    })),
   });
   return { reader, meterProvider };
 }
@@ -140,6 +141,42 @@ function provider(temporality) {
   await capture('delta-1', reader);
   requests.add(2, { method: 'GET' });
   await capture('delta-2', reader);
+  await meterProvider.shutdown();
+}
+
+// Big and tiny doubles as JSON.stringify writes them: every whole double below 1e21 without an
+// exponent, so 2 ** 64 goes out as the integer literal 18446744073709552000 (beyond 64 bits),
+// larger ones as 1e+21 .. 1.7976931348623157e+308, the smallest as 5e-324. (-0 is not here:
+// JSON.stringify writes it as 0, so the JSON and protobuf captures would differ.) The SDK
+// writes a whole-valued attribute number as intValue, so attribute doubles are fractions.
+{
+  const { reader, meterProvider } = provider(AggregationTemporality.CUMULATIVE);
+  const meter = meterProvider.getMeter('corpus.numbers');
+  const values = {
+    two64: 2 ** 64,
+    js_big: 1.2345678901234568e20,
+    below_1e21: 999999999999999900000,
+    at_1e21: 1e21,
+    e300: 1e300,
+    max: Number.MAX_VALUE,
+    minus_max: -Number.MAX_VALUE,
+    tiny: 5e-324,
+    two53_plus_2: 2 ** 53 + 2,
+  };
+  meter.createObservableGauge('numbers.gauge').addCallback((r) => {
+    for (const [name, v] of Object.entries(values)) r.observe(v, { case: name, tiny: 5e-324, small: 1e-7 });
+  });
+  const counter = meter.createCounter('numbers.counter');
+  counter.add(2 ** 64, { case: 'two64' });
+  counter.add(1e300, { case: 'e300' });
+  const histogram = meter.createHistogram('numbers.histogram', {
+    advice: { explicitBucketBoundaries: [1e20, 2 ** 64, 1e300] },
+  });
+  for (const v of [2 ** 64, 2 ** 65]) histogram.record(v, { whole: true });
+  for (const v of [1.2345678901234568e20, 1e300]) histogram.record(v, { whole: false });
+  const size = meter.createHistogram('numbers.size');
+  for (const v of [2 ** 64, 1.2345678901234568e20, 5e-324]) size.record(v);
+  await capture('big-numbers', reader);
   await meterProvider.shutdown();
 }
 
