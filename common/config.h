@@ -97,7 +97,8 @@ CommonConfig ReadCommonConfig(ConfigReader& r, const std::string& default_metric
 // The URL with any user info (user:password@) replaced by "***@", for messages.
 std::string RedactUrl(const std::string& url);
 
-// The stream and bucket settings of SPEC §2, shared by platformctl init and the services.
+// The stream and bucket settings of docs/contract.md §2, shared by platformctl init and the
+// services.
 struct TopologyConfig {
   int replicas = 1;
   Millis duplicate_window = std::chrono::minutes(2);

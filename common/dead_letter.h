@@ -1,4 +1,5 @@
-// Dead letters (SPEC §3): the DLQ copy of a message that can never be stored, as data.
+// Dead letters (docs/contract.md §3.3): the DLQ copy of a message that can never be stored, as
+// data.
 //
 // Pure: builds the OutMessage; the caller publishes it (PublishSync) and acks the origin only
 // after the DLQ stream acknowledged. Safe from any thread.

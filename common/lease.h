@@ -1,4 +1,4 @@
-// Leadership lease: the decisions, without I/O (SPEC §1, issue "two core nodes").
+// Leadership lease: the decisions, without I/O (docs/contract.md §1, "Two core nodes").
 //
 // One lease per service lives in the KV bucket `locks` under the service's name; the bucket's
 // max age is the lease TTL, so a key nobody renews disappears on the server after the TTL.
@@ -9,7 +9,8 @@
 //   successful create or renewal) + TTL − margin. The server cannot expire the key before
 //   put time + TTL ≥ send time + TTL, so the old leader has stopped before a follower can
 //   create the key: two leaders overlap only if this process is paused (SIGSTOP, a VM stall)
-//   across its own deadline, which the duplicate guard and the batch ids absorb (README).
+//   across its own deadline, which the duplicate guard and the batch ids absorb
+//   (docs/operations.md, "Leadership").
 // LeaseDecision is a plain value class driven by one thread with an injected clock.
 #pragma once
 

@@ -36,7 +36,7 @@ class NatsClient {
     // Services: Connect() keeps trying until a server answers or this flag stops (then it fails,
     // kRetryable). Null (platformctl): one attempt.
     StopFlag* retry_until_stopped = nullptr;
-    bool send_asap = true;  // no ~1 ms write coalescing (MEASURED.md)
+    bool send_asap = true;  // no ~1 ms write coalescing (docs/measured.md)
     int64_t request_timeout_ms = 5000;
   };
 

@@ -1,4 +1,5 @@
-// The streams and buckets of SPEC §2 as data, and the plan that brings a server to them.
+// The streams and buckets of docs/contract.md §2 as data, and the plan that brings a server to
+// them.
 //
 // Pure: no I/O. platformctl init reads what exists (jetstream.h), asks PlanStream() what to do,
 // and applies it. Safe from any thread.

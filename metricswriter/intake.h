@@ -1,9 +1,10 @@
 // The checks a message passes before it is decoded: its batch id (Nats-Msg-Id), its tenant (the
 // subject) and its content type. Pure; safe from any thread.
 //
-// A valid batch id, after removing every trailing replay suffix `.replay.<stream>.<seq>` (SPEC
-// §3: a replay from a dead-letter stream appends one, a replay of a replay two), is 1 to 128
-// characters from A-Z a-z 0-9 and - _ . : + / = @ ~. A UUID, a ULID, a hex or base64 digest and
+// A valid batch id, after removing every trailing replay suffix `.replay.<stream>.<seq>`
+// (docs/contract.md §3.4: a replay from a dead-letter stream appends one, a replay of a replay
+// two), is 1 to 128 characters from A-Z a-z 0-9 and - _ . : + / = @ ~. A UUID, a ULID, a hex or
+// base64 digest and
 // "<edge>:<counter>" all fit; white space, quotes, backslashes and control characters do not.
 #pragma once
 

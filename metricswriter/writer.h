@@ -1,4 +1,4 @@
-// The metricswriter service: drains API_METRICS into PostgreSQL (SPEC §5).
+// The metricswriter service: drains API_METRICS into PostgreSQL (docs/contract.md §5).
 //
 // Threads, so decoding overlaps the database's work and two connections write at once (one
 // PostgreSQL backend is the limit of every bulk load):

@@ -1,5 +1,5 @@
-// The metricswriter's own numbers (SPEC §7), registered once. Every counter resets when the
-// process restarts, and its help text says so.
+// The metricswriter's own numbers (docs/contract.md §7), registered once. Every counter resets
+// when the process restarts, and its help text says so.
 // Ownership: the families live in the Registry; this struct keeps references for the hot path.
 // Thread-safety: every member may be used from any thread (see common/metrics.h).
 #pragma once

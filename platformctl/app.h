@@ -1,6 +1,6 @@
 // platformctl's command line: parses arguments, reads the shared configuration and runs one
-// command. Exit codes (also in --help and README): 0 done, 1 partly done or a conflict,
-// 2 usage or configuration error, 3 cannot reach NATS.
+// command. Exit codes (also in --help and docs/contract.md §8): 0 done, 1 partly done or a
+// conflict, 2 usage or configuration error, 3 cannot reach NATS.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-// What `platformctl dlq list` prints: one line per DLQ message, the SPEC §9 JSON, and the
-// counts per reason and per key (--summary, and what purge would do without --yes).
+// What `platformctl dlq list` prints: one line per DLQ message, the docs/contract.md §9 JSON, and
+// the counts per reason and per key (--summary, and what purge would do without --yes).
 //
 // Pure: formats Entries (which hold no payload) onto a stream; no I/O of its own, no clock.
 // A ListSummary is filled by one thread.

@@ -1,5 +1,5 @@
 // The decisions of `platformctl dlq replay|purge` and `platformctl erase`, without I/O: whether a
-// DLQ message may go back to its origin and as what (SPEC §3 "Replayed message"), how a run is
+// DLQ message may go back to its origin and as what (docs/contract.md §3.4), how a run is
 // paced, and the run's summary and progress line.
 //
 // Pure: no I/O, no clock (elapsed times are inputs); safe from any thread. A RunSummary is
@@ -28,7 +28,7 @@ struct OriginStream {
   std::vector<std::string> subjects;
 };
 
-// `original id + .replay.<dlq stream>.<dlq seq>` (SPEC §3).
+// `original id + .replay.<dlq stream>.<dlq seq>` (docs/contract.md §3.4).
 std::string ReplayMsgId(std::string_view original_id, std::string_view dlq_stream,
                         uint64_t dlq_seq);
 

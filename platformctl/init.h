@@ -1,4 +1,4 @@
-// platformctl init: provision the streams and buckets of SPEC §2, idempotently.
+// platformctl init: provision the streams and buckets of docs/contract.md §2, idempotently.
 //
 // Single-threaded: called from platformctl's main thread.
 #pragma once

@@ -1,4 +1,5 @@
-// Web events (SPEC §3): parsing a WEB_EVENTS message and building Umami's /api/send request.
+// Web events (docs/contract.md §3.1): parsing a WEB_EVENTS message and building Umami's /api/send
+// request.
 //
 // Pure: no I/O. Parse() decides poison-at-once (not JSON, no website id, no usable visitor key,
 // unknown type, no usable event id); everything else is left for Umami to judge. Safe from any

@@ -2,7 +2,8 @@
 // the node leading the streams killed with -9 mid-run, and the replayer cut off from NATS for
 // 20 s. Each asserts that every published message is stored (web events in Umami, metric
 // batches in PostgreSQL, each batch once), that nothing is dead-lettered, and counts the
-// duplicate web events (Umami's sends are not idempotent: see the README's duplicate guard).
+// duplicate web events (Umami's sends are not idempotent: see the duplicate guard in
+// docs/operations.md).
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>

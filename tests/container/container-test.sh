@@ -15,7 +15,7 @@
 #     (SIGKILL to the process: `podman kill` would count as stopped by the user, which the
 #     restart policy does not restart) while 2,000 events and 200 batches are published; a leader
 #     again within the lease TTL (+1 s: a follower's poll), the restart policy brings the killed
-#     ones back, every message stored, duplicate web events within the bound the README gives
+#     ones back, every message stored, duplicate web events within the bound docs/operations.md gives
 #     (the sends under way: REPLAYER_WORKERS, and REPLAYER_SENDS_PER_PROCESS per Umami process),
 #     no batch stored twice;
 #  5. the NATS node leading WEB_EVENTS killed while events flow: nothing lost;

@@ -180,7 +180,7 @@ phase_steady() {
   agreement
 }
 
-# duplicate_bound: how many web events a crash may store twice (README, "When two may act at
+# duplicate_bound: how many web events a crash may store twice (docs/operations.md, "When two may act at
 # once", and the duplicate guard): the sends under way at that moment, each one Umami may have
 # stored before the guard record; at most REPLAYER_WORKERS, and REPLAYER_SENDS_PER_PROCESS per
 # Umami process of UMAMI_URLS (from the rendered replayer.env).

@@ -215,7 +215,7 @@ prometheus_checks() {
   check "the scrape config has the replayer, metricswriter and jetstream jobs for core-1" bash -c "
     for j in replayer metricswriter jetstream; do grep -q \"job_name: \\\"\$j\\\"\" '$p/prometheus.yml' || exit 1; done
     grep -q '127.0.0.1:$EXPORTER_PORT' '$p/prometheus.yml'"
-  check "every alert of SPEC §7 (and DLQPublishFailing) is defined" bash -c "
+  check "every alert of docs/contract.md §7 is defined" bash -c "
     for a in QueueOldestMessageTooOld ReplayerLagHigh MetricsWriterLagHigh ReplayerNotConsuming \
              MetricsWriterNotConsuming DLQNotEmpty DLQPublishFailing UmamiHeartbeatFailing; do
       grep -q \"alert: \$a\$\" '$p/core-alerts.yml' || { echo \"missing \$a\"; exit 1; }; done"

@@ -66,7 +66,8 @@ TEST_CASE("platformctl migrate creates the schema once and the metricswriter sta
   h.Publish("t1", mwtest::JsonBatch(3, mwtest::NowNs()), "after-migrate");
   REQUIRE(h.WaitCount(kBatches, 1, 15'000) == 1);
   CHECK(h.Count(mwtest::kPoints) == 3);
-  // README's example: one tenant's metric over an hour (here the hour around the points).
+  // docs/operations.md's example: one tenant's metric over an hour (here the hour around the
+  // points).
   CHECK(h.Count("SELECT count(*) FROM (SELECT s.attributes, to_timestamp(p.time_unix_nano / 1e9) "
                 "AS time, p.value FROM metrics.series s JOIN metrics.number_points p "
                 "USING (series_id) WHERE s.tenant = 't1' AND s.name = 'load' "

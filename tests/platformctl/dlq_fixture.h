@@ -31,12 +31,13 @@ struct Seed {
   std::string marker = kMarker;
   std::string website;      // web: the event's "website" field (default: key)
   std::string raw_payload;  // when set: the payload as it is (e.g. not JSON)
-  // The previous system's shape (SPEC §3): only the four Sa-Dlq-* headers of the reason, origin
-  // subject, stream and sequence, the copy's own Nats-Msg-Id being the origin's (msg_id).
+  // The previous system's shape (docs/contract.md §3.3): only the four Sa-Dlq-* headers of the
+  // reason, origin subject, stream and sequence, the copy's own Nats-Msg-Id being the origin's
+  // (msg_id).
   bool legacy = false;
 };
 
-// A web event (SPEC §3) or, for api, an opaque body; both contain seed.marker.
+// A web event (docs/contract.md §3.1) or, for api, an opaque body; both contain seed.marker.
 std::string Payload(const Seed& seed);
 // The DLQ message the replayer / metricswriter would publish for it (or, with seed.legacy, the
 // one the previous system wrote).

@@ -100,7 +100,7 @@ TEST_CASE("dlq list selects exactly and never shows a payload", "[integration][d
   CHECK(ListSeqs(stack, "--key site-9").empty());
   CHECK(ListSeqs(stack, "--from 1001").empty());
 
-  // The JSON fields of SPEC §9, from the Sa-Dlq-* headers.
+  // The JSON fields of docs/contract.md §9, from the Sa-Dlq-* headers.
   auto r = Ctl(stack, "dlq list --queue web --json --from 42 --to 42", "LOG_LEVEL=trace");
   INFO(r.out << r.err);
   REQUIRE(r.rc == 0);

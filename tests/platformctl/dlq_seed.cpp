@@ -1,5 +1,5 @@
 // dlq_seed: fills WEB_DLQ and API_DLQ with dead letters shaped like the services' (for trying
-// platformctl dlq by hand, and for the README's example session). Not a test.
+// platformctl dlq by hand, and for the example session in docs/operations.md). Not a test.
 //
 //   NATS_URL=nats://127.0.0.1:14222 dlq_seed [web_count [api_count]]
 #include <atomic>

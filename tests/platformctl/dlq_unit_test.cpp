@@ -364,7 +364,8 @@ TEST_CASE("dlq unit: the pacer spaces messages and never bursts to catch up", "[
   }
 }
 
-TEST_CASE("dlq unit: list output has the SPEC fields and aligned columns", "[dlq]") {
+TEST_CASE("dlq unit: list output has the contract fields (docs/contract.md §9) and aligned columns",
+          "[dlq]") {
   auto q = InfoFor(Queue::kWeb);
   Entry a = E(7, kT0, "site-a", "umami failed");
   a.stream = "WEB_EVENTS";

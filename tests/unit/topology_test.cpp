@@ -17,7 +17,7 @@ StreamSettings Find(const std::vector<StreamSettings>& all, const std::string& n
 }
 }  // namespace
 
-TEST_CASE("the desired topology follows SPEC section 2", "[topology]") {
+TEST_CASE("the desired topology follows the contract (docs/contract.md §2)", "[topology]") {
   common::TopologyConfig c;
   auto all = Desired(c);
   REQUIRE(all.size() == 7);
