@@ -1,4 +1,4 @@
-// `platformctl dlq list|replay|purge` against NATS: walks a DLQ (common/nats_dlq), applies the
+// `platformctl dlq list|replay|purge` against NATS: walks a DLQ (platformctl/nats_dlq), applies the
 // selection and the decisions (dlq_select, dlq_replay), publishes and erases.
 //
 // Runs on the calling thread. The NatsClient and the StopFlag are borrowed. Publishes and erases

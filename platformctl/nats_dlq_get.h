@@ -1,5 +1,6 @@
 // Message gets of JetStream made by hand, pipelined and retried: the part of the DLQ adapter
-// (nats_dlq.h) that StreamBrowser, EraseAll and GetAll share. Internal to common/nats_dlq*.cpp.
+// (nats_dlq.h) that StreamBrowser, EraseAll and GetAll share. Internal to
+// platformctl/nats_dlq*.cpp.
 //
 // Adapter over nats.c; any thread may call these while the NatsClient lives.
 #pragma once
