@@ -45,7 +45,9 @@ void Fixture::StartReplayer(const std::map<std::string, std::string>& extra_env)
       {"NATS_URL", stack.Env("NATS_URL")},
       {"UMAMI_URLS", stack.Env("UMAMI_URLS")},
       {"METRICS_LISTEN", "127.0.0.1:" + std::to_string(metrics_port)},
-      {"LOG_LEVEL", "info"},
+      // debug: every health check's result and duration is a line, so a test that does not
+      // drain shows whether the checks went on and what Umami answered them.
+      {"LOG_LEVEL", "debug"},
   };
   for (const auto& [k, v] : extra_env) env[k] = v;
   replayer = std::make_unique<testsupport::ChildProcess>(
@@ -98,8 +100,13 @@ bool Fixture::WaitDrained(int timeout_ms) {
                          << Capture("curl -s --max-time 2 http://127.0.0.1:" +
                                     std::to_string(metrics_port) +
                                     "/metrics | grep -v '^#' | grep -v _bucket")
-                         << "\nreplayer log:\n"
-                         << Capture("grep -v 'moved to the dlq' " + log_path + " | tail -n 40"));
+                         << "\nreplayer log (no per-send or per-check lines):\n"
+                         << Capture("grep -v 'moved to the dlq\\|health check of\\| debug ' " +
+                                    log_path + " | tail -n 40")
+                         << "\nthe last health checks:\n"
+                         << Capture("grep 'health check of' " + log_path + " | tail -n 12")
+                         << "\nUmami's log:\n"
+                         << Capture("tail -n 30 " + stack.dir() + "/umami-*.log"));
   }
   return drained;
 }
