@@ -78,9 +78,11 @@ TEST_CASE("Umami's database down for 60 s: nothing dead-lettered, everything sto
   CHECK(f.Metric("replayer_outage_retries_total") > 0);
 }
 
+// (Catch 2.13's console reporter loops for ever wrapping the old name of this test,
+// "40 events/s from 200 visitors, ...", when it prints its header: keep '/' out of it.)
 TEST_CASE(
-    "40 events/s from 200 visitors, Umami's database read-only for 60 s meanwhile: a "
-    "write fault, nothing dead-lettered, each event stored once",
+    "read-only database for 60 s under 40 events per second from 200 visitors: a write fault, "
+    "nothing dead-lettered",
     "[integration][umami][replayer]") {
   Fixture f(1, 2);
   f.StartReplayer();
