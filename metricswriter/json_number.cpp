@@ -133,35 +133,48 @@ double ToDouble(std::string_view s) {
   return magnitude >= 0 ? sign * std::numeric_limits<double>::infinity() : sign * 0.0;
 }
 
+namespace {
+
+// The digits of a whole number written with a fraction or an exponent ("1.5e3": "1500"), sign
+// apart; kOk with empty digits for any zero.
+IntFit WholeOf(std::string_view s, std::string* digits, bool* negative) {
+  const Parts p = Split(s);
+  *negative = p.negative;
+  Decimal dec = ToDecimal(p);
+  if (dec.digits.empty()) return IntFit::kOk;  // zero, however it is written ("-0", "0.0e999")
+  if (!WholeDigits(std::move(dec), digits)) return IntFit::kNotWhole;
+  return IntFit::kOk;
+}
+
+}  // namespace
+
 IntFit ToInt64(std::string_view s, int64_t* out) {
   uint64_t plain = 0;
   if (PlainUint64(s, &plain) && plain <= static_cast<uint64_t>(INT64_MAX)) {
     *out = static_cast<int64_t>(plain);
     return IntFit::kOk;
   }
-  const Parts p = Split(s);
-  Decimal dec = ToDecimal(p);
-  if (dec.digits.empty()) {  // zero, however it is written ("-0", "0.0e999")
+  std::string digits;
+  bool negative = false;
+  if (IntFit fit = WholeOf(s, &digits, &negative); fit != IntFit::kOk) return fit;
+  if (digits.empty()) {
     *out = 0;
     return IntFit::kOk;
   }
-  std::string digits;
-  if (!WholeDigits(std::move(dec), &digits)) return IntFit::kNotWhole;
-  if (p.negative) digits.insert(digits.begin(), '-');
+  if (negative) digits.insert(digits.begin(), '-');
   return Parse(digits, out);
 }
 
 IntFit ToUint64(std::string_view s, uint64_t* out) {
   if (PlainUint64(s, out)) return IntFit::kOk;
-  const Parts p = Split(s);
-  Decimal dec = ToDecimal(p);
-  if (dec.digits.empty()) {  // zero, however it is written ("-0", "0.0e999")
+  std::string digits;
+  bool negative = false;
+  if (IntFit fit = WholeOf(s, &digits, &negative); fit != IntFit::kOk) return fit;
+  if (digits.empty()) {
     *out = 0;
     return IntFit::kOk;
   }
-  std::string digits;
-  if (!WholeDigits(std::move(dec), &digits)) return IntFit::kNotWhole;
-  if (p.negative) return IntFit::kNegative;
+  if (negative) return IntFit::kNegative;
   return Parse(digits, out);
 }
 

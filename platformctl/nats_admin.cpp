@@ -196,6 +196,26 @@ Result<std::optional<StreamSettings>> ReadSettings(NatsClient& client, const std
   return std::optional<StreamSettings>(FromConfig(*(*info)->Config));
 }
 
+namespace {
+
+// `c` with `want`'s settings applied, sent as a new stream or as an update of the existing one.
+Status Submit(NatsClient& client, const StreamSettings& want, jsStreamConfig& c, bool create) {
+  std::vector<const char*> subjects;  // c points into it until the call returns
+  ApplyTo(want, c, subjects);
+  jsStreamInfo* raw = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  jsOptions o = RequestOptions(client);
+  natsStatus s = create ? js_AddStream(&raw, client.js(), &c, &o, &jerr)
+                        : js_UpdateStream(&raw, client.js(), &c, &o, &jerr);
+  StreamInfoPtr info(raw);
+  if (s != NATS_OK) {
+    return NatsError(s, (create ? "create stream " : "update stream ") + want.name, jerr);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Create(NatsClient& client, const StreamSettings& want) {
   if (!want.bucket.empty()) {
     kvConfig kc;
@@ -220,30 +240,14 @@ Status Create(NatsClient& client, const StreamSettings& want) {
                 : want.retention == Retention::kInterest ? js_InterestPolicy
                                                          : js_LimitsPolicy;
   c.Storage = want.file_storage ? js_FileStorage : js_MemoryStorage;
-  std::vector<const char*> subjects;
-  ApplyTo(want, c, subjects);
-  jsStreamInfo* raw = nullptr;
-  jsErrCode jerr = static_cast<jsErrCode>(0);
-  jsOptions o = RequestOptions(client);
-  natsStatus s = js_AddStream(&raw, client.js(), &c, &o, &jerr);
-  StreamInfoPtr info(raw);
-  if (s != NATS_OK) return NatsError(s, "create stream " + want.name, jerr);
-  return Status::Ok();
+  return Submit(client, want, c, /*create=*/true);
 }
 
 Status Update(NatsClient& client, const StreamSettings& want) {
   auto info = GetInfo(client, want.name);
   if (!info) return info.error();
   jsStreamConfig c = *(*info)->Config;  // shallow copy; pointers stay owned by info
-  std::vector<const char*> subjects;
-  ApplyTo(want, c, subjects);
-  jsStreamInfo* raw = nullptr;
-  jsErrCode jerr = static_cast<jsErrCode>(0);
-  jsOptions o = RequestOptions(client);
-  natsStatus s = js_UpdateStream(&raw, client.js(), &c, &o, &jerr);
-  StreamInfoPtr updated(raw);
-  if (s != NATS_OK) return NatsError(s, "update stream " + want.name, jerr);
-  return Status::Ok();
+  return Submit(client, want, c, /*create=*/false);
 }
 
 Result<backlog::StreamReading> ReadState(NatsClient& client, const std::string& stream,
