@@ -76,6 +76,29 @@ std::optional<std::string> Message::Header(const std::string& key) const {
   return std::string(v);
 }
 
+std::optional<std::string_view> Message::HeaderView(const char* key) const {
+  const char* v = nullptr;
+  if (natsMsgHeader_Get(msg_, key, &v) != NATS_OK || v == nullptr) return std::nullopt;
+  return std::string_view(v);
+}
+
+size_t Message::HeaderBytes() const {
+  const char** keys = nullptr;
+  int count = 0;
+  if (natsMsgHeader_Keys(msg_, &keys, &count) != NATS_OK) return 0;
+  size_t bytes = 0;
+  for (int i = 0; i < count; ++i) {
+    const char** values = nullptr;
+    int n = 0;
+    if (natsMsgHeader_Values(msg_, keys[i], &values, &n) == NATS_OK) {
+      for (int j = 0; j < n; ++j) bytes += strlen(keys[i]) + strlen(values[j]) + 4;
+      free(values);
+    }
+  }
+  free(keys);
+  return bytes;
+}
+
 Headers Message::AllHeaders() const {
   Headers out;
   const char** keys = nullptr;

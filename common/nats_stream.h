@@ -38,7 +38,12 @@ class Message {
   std::string_view subject() const;
   std::string_view data() const;
   std::optional<std::string> Header(const std::string& key) const;
+  // The header's first value without a copy; valid while this message lives.
+  std::optional<std::string_view> HeaderView(const char* key) const;
   Headers AllHeaders() const;
+  // The bytes the headers take (names, values, ": " and CRLF each): AllHeaders()'s size
+  // without building it, for budgets counted on every message.
+  size_t HeaderBytes() const;
 
   // From the JetStream reply subject: origin stream, stream sequence, delivery count, time
   // the stream stored it.

@@ -157,9 +157,15 @@ void Engine::Run(common::StopFlag& stop) {
       last_gauges = now;
     }
     if (s.core.Done()) break;
+    // What this turn finished is freed together: nats.c hands each freed message to its
+    // collector thread and wakes that thread whenever it sleeps, so one free after every
+    // input paid for a wake-up nearly each time (natsGC_collect: 6-9 % of the CPU in perf).
+    s.freed.clear();
     auto wait = std::chrono::duration_cast<milliseconds>(s.wake_at - Clock::now());
     wait = std::clamp(wait, milliseconds(0), kMaxWait);
-    for (auto& r : s.http.Poll(wait)) s.OnHttp(std::move(r));
+    s.responses.clear();
+    s.http.Poll(wait, s.responses);
+    for (auto& r : s.responses) s.OnHttp(std::move(r));
   }
   // Acks written on the coalescing connection, and the naks on this one, reach the server
   // before this term ends.
@@ -173,12 +179,14 @@ void Engine::Run(common::StopFlag& stop) {
     spdlog::warn("releasing held events: {} (they return after the ack wait)", st.error().message);
   }
   s.workers.reset();
+  s.freed.clear();
   s.messages.clear();
   s.UpdateGauges();
 }
 
 void Engine::State::DrainInbox() {
-  Inbox::Batch in = inbox.Take();
+  Inbox::Batch& in = inbox_batch;
+  inbox.Take(in);
   in.published.insert(in.published.end(), failed_now.begin(), failed_now.end());
   failed_now.clear();
   TimePoint now = Clock::now();
@@ -229,9 +237,7 @@ void Engine::State::Execute() {
   }
   if (!job.guards.empty() || !job.visits.empty()) workers->LookUp(std::move(job));
   for (const auto& n : out.notes) Observe(n);
-  // Finished messages are freed together: nats.c hands each freed message to its collector
-  // thread, and wakes that thread once for a burst instead of once per message.
-  freed.clear();
+  // Finished messages wait in `freed` for the end of the engine loop's turn (Run()).
 }
 
 void Engine::State::ExecuteCommand(Command& c) {

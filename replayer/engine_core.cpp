@@ -49,13 +49,11 @@ void EngineCore::OnFetched(std::vector<Delivery> batch, const std::string& error
 
 void EngineCore::OnGuardAnswer(uint64_t lookup_id, Lookup answer, TimePoint now) {
   auto& s = *s_;
-  auto op = s.ops.find(lookup_id);
-  if (op != s.ops.end()) {
-    uint64_t eid = op->second;
-    s.ops.erase(op);
-    auto it = s.held.find(eid);
-    if (it != s.held.end() && it->second.op == lookup_id && it->second.stage == Stage::kLookingUp) {
-      Held& h = it->second;
+  {
+    uint64_t eid = EventOfOp(lookup_id);
+    Held* found = s.CurrentOp(lookup_id);
+    if (found != nullptr && found->stage == Stage::kLookingUp) {
+      Held& h = *found;
       h.op = 0;
       switch (answer) {
         case Lookup::kFound: {
@@ -283,9 +281,13 @@ void EngineCore::State::MakeReady(uint64_t eid, Held& h) {
 }
 
 void EngineCore::State::NewOp(uint64_t eid, Held& h) {
-  if (h.op != 0) ops.erase(h.op);  // an answer to the one before is ignored from now on
-  h.op = ++next_op;
-  ops[h.op] = eid;
+  h.op = (eid << kOpBits) | (++h.op_count & kOpMask);
+}
+
+Held* EngineCore::State::CurrentOp(uint64_t op) {
+  auto it = held.find(EventOfOp(op));
+  if (it == held.end() || it->second.op != op || op == 0) return nullptr;
+  return &it->second;
 }
 
 void EngineCore::State::Arm(uint64_t eid, Held& h, TimePoint at) {
@@ -317,7 +319,6 @@ void EngineCore::State::Fire(uint64_t eid, Held& h, TimePoint now) {
       n.seq = h.seq;
       n.first = !p.send_stuck_noted;
       p.send_stuck_noted = true;
-      ops.erase(h.op);
       EndSend(h);
       h.last_answer = "no answer: the HTTP client gave none within the send timeout";
       OnFailed(eid, h, now);
@@ -414,7 +415,6 @@ void EngineCore::State::Finish(uint64_t eid, TimePoint now) {
       lanes.Remove(h.lane, eid);
     }
   }
-  if (h.op != 0) ops.erase(h.op);
   by_seq.erase(h.seq);
   by_ref.erase(h.ref);
   --held_count;
@@ -455,7 +455,6 @@ void EngineCore::State::MaybeRelease(TimePoint now) {
   held.clear();
   by_seq.clear();
   by_ref.clear();
-  ops.clear();
   ready.clear();
   lanes = Lanes();
   held_count = 0;
@@ -511,10 +510,7 @@ std::string EngineCore::SelfCheck() const {
     if (r == s.by_ref.end() || r->second != eid) return "held event without its ref index";
     auto q = s.by_seq.find(h.seq);
     if (q == s.by_seq.end() || q->second != eid) return "held event without its seq index";
-    if (h.op != 0) {
-      auto o = s.ops.find(h.op);
-      if (o == s.ops.end() || o->second != eid) return "held event's operation is not indexed";
-    }
+    if (h.op != 0 && EventOfOp(h.op) != eid) return "held event's operation names another event";
     if (h.stage == Stage::kSending) {
       ++sending;
       if (h.process < 0) return "a send without a process";

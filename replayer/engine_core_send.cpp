@@ -6,13 +6,11 @@ namespace replayer {
 
 void EngineCore::OnSendAnswer(uint64_t send_id, const HttpAnswer& a, TimePoint now) {
   auto& s = *s_;
-  auto op = s.ops.find(send_id);
-  if (op != s.ops.end()) {
-    uint64_t eid = op->second;
-    s.ops.erase(op);
-    auto it = s.held.find(eid);
-    if (it != s.held.end() && it->second.op == send_id && it->second.stage == Stage::kSending) {
-      Held& h = it->second;
+  {
+    uint64_t eid = EventOfOp(send_id);
+    Held* found = s.CurrentOp(send_id);
+    if (found != nullptr && found->stage == Stage::kSending) {
+      Held& h = *found;
       Proc& p = s.procs[h.process];
       s.EndSend(h);
       p.send_stuck_noted = false;
@@ -66,13 +64,11 @@ void EngineCore::OnCheckAnswer(uint64_t check_id, CheckPart part, const HttpAnsw
 
 void EngineCore::OnPublished(uint64_t pub_id, const PubOutcome& o, TimePoint now) {
   auto& s = *s_;
-  auto op = s.ops.find(pub_id);
-  if (op != s.ops.end()) {
-    uint64_t eid = op->second;
-    s.ops.erase(op);
-    auto it = s.held.find(eid);
-    if (it != s.held.end() && it->second.op == pub_id) {
-      Held& h = it->second;
+  {
+    uint64_t eid = EventOfOp(pub_id);
+    Held* found = s.CurrentOp(pub_id);
+    if (found != nullptr) {
+      Held& h = *found;
       h.op = 0;
       if (h.stage == Stage::kFinishing) {
         s.OnPublishedGuard(eid, h, o, now);
@@ -127,11 +123,13 @@ bool EngineCore::State::AllDown() const {
 
 void EngineCore::State::Send(uint64_t eid, Held& h, int p, TimePoint now) {
   SendCmd c;
-  c.send_id = ++next_op;
+  NewOp(eid, h);
+  c.send_id = h.op;
   c.process = p;
   c.stream_seq = h.seq;
   c.body = BuildSendBody(h.ev);
   c.timeout = cfg.send_timeout;
+  c.headers.reserve(4);  // one allocation for the headers below, not three
   c.headers.emplace_back("Content-Type", "application/json");
   // Umami 2.10 reads the client from these headers; 3.x reads the payload's ip/userAgent first.
   // Parse() refused control characters in both.
@@ -146,9 +144,7 @@ void EngineCore::State::Send(uint64_t eid, Held& h, int p, TimePoint now) {
   h.stage = Stage::kSending;
   h.process = p;
   h.sent_at = now;
-  h.sent_op = c.send_id;
-  h.op = c.send_id;
-  ops[c.send_id] = eid;
+  h.sent_op = ++next_op;
   ++procs[p].in_flight;
   ++sends;
   Arm(eid, h, now + cfg.send_timeout + kSendGrace);

@@ -41,6 +41,14 @@ constexpr milliseconds kVisitSweep{60'000};
 constexpr size_t kRecentFinished = 16384;
 constexpr int kMaxProbeRoom = 100;
 
+// An operation's id (send, lookup, publish) names its event: the event id above kOpBits, a
+// count of the event's operations below. An answer finds its event without an index, and one
+// to an operation the event has moved on from differs from Held::op. Ids stay below bit 63
+// (the shell's mark for check answers) for 2^43 events per process.
+constexpr int kOpBits = 20;
+constexpr uint64_t kOpMask = (uint64_t{1} << kOpBits) - 1;
+inline uint64_t EventOfOp(uint64_t op) { return op >> kOpBits; }
+
 inline constexpr const char* kOverflowReason =
     "more than 64 events of this visitor were held behind an event umami keeps failing";
 inline constexpr const char* kCodeFailed = "failed_4_times";
@@ -74,10 +82,11 @@ struct Held {
   bool parked_write_fault = false;
   bool token_sent = false;  // the send under way carries the visit's token
   int process = -1;
-  TimePoint sent_at{};   // when the last send began
-  uint64_t sent_op = 0;  // its id: a check with a greater id began after it
-  uint64_t op = 0;       // the send, lookup or publish under way (its id), 0 for none
-  uint64_t gen = 0;      // a timer armed before the last stage change is ignored
+  TimePoint sent_at{};    // when the last send began
+  uint64_t sent_op = 0;   // its place in next_op's order: a check with a greater one began after
+  uint64_t op = 0;        // the send, lookup or publish under way (its id), 0 for none
+  uint64_t op_count = 0;  // the event's operations so far (the low bits of its op ids)
+  uint64_t gen = 0;       // a timer armed before the last stage change is ignored
   TimePoint touched{};
   std::string last_answer;  // "HTTP 500: ..." of the last failed send
   std::string dlq_reason;
@@ -129,7 +138,6 @@ struct EngineCore::State {
   std::unordered_map<uint64_t, Held> held;        // by event id (the core's own)
   std::unordered_map<uint64_t, uint64_t> by_seq;  // stream sequence -> event id
   std::unordered_map<Ref, uint64_t> by_ref;
-  std::unordered_map<uint64_t, uint64_t> ops;  // send, lookup or publish id -> event id
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
   std::deque<uint64_t> ready;
   Lanes lanes;
@@ -137,7 +145,7 @@ struct EngineCore::State {
   std::unordered_set<std::string> visit_lookups;  // lanes whose visit state is being read
   RecentSeqs recent{kRecentFinished};
   uint64_t next_eid = 0;
-  uint64_t next_op = 0;
+  uint64_t next_op = 0;  // orders checks and sends (FreshSince); ids of checks
   int held_count = 0;
   int64_t held_bytes = 0;
   int sends = 0;
@@ -176,7 +184,10 @@ struct EngineCore::State {
   void EnsureVisitKnown(const std::string& lane, const WebEvent& ev, TimePoint now);
   void TryReady(uint64_t eid, TimePoint now);
   void MakeReady(uint64_t eid, Held& h);
-  void NewOp(uint64_t eid, Held& h);  // a new operation id for the event, indexed
+  // A new operation id for the event: an answer to the one before is ignored from now on.
+  void NewOp(uint64_t eid, Held& h);
+  // The held event an answer is for, if the operation is still its current one.
+  Held* CurrentOp(uint64_t op);
   void Arm(uint64_t eid, Held& h, TimePoint at);
   void Fire(uint64_t eid, Held& h, TimePoint now);
   void Tick(TimePoint now);

@@ -49,7 +49,10 @@ struct Engine::State {
 
   std::unordered_map<Ref, common::Message> messages;
   Output out;
-  std::vector<common::Message> freed;  // released together: see Execute()
+  std::vector<common::Message> freed;  // released together, once per turn of Run()
+  std::vector<HttpResponse> responses;
+  Inbox::Batch inbox_batch;  // what DrainInbox() took; kept for its capacity  // what one Poll()
+                             // finished; kept for its capacity
   TimePoint wake_at{};
   std::vector<PubDone> failed_now;  // publishes refused before they left: fed back next turn
   TimePoint last_fetch_warn{}, last_lookup_warn{};

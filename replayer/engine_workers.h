@@ -57,12 +57,18 @@ class Inbox {
     std::vector<GuardAnswer> guards;
     std::vector<VisitAnswer> visits;
     std::vector<PubDone> published;
+    void clear() {
+      fetched.clear();
+      guards.clear();
+      visits.clear();
+      published.clear();
+    }
   };
   void Put(Fetched f);
   void Put(std::vector<GuardAnswer> guards, std::vector<VisitAnswer> visits);
   void Put(PubDone done);
-  // Everything put so far; the inbox is empty afterwards.
-  Batch Take();
+  // Everything put so far, into `out` (emptied first); the inbox is empty afterwards.
+  void Take(Batch& out);
 
  private:
   std::mutex mu_;
@@ -91,7 +97,8 @@ class Workers {
   Inbox& inbox_;
   std::function<void()> wake_;
   std::mutex mu_;
-  std::condition_variable cv_;
+  // One each: a fetch asked for must not wake the lookup thread, nor a lookup the fetch thread.
+  std::condition_variable fetch_cv_, lookup_cv_;
   std::optional<FetchCmd> fetch_;
   std::deque<LookupJob> lookups_;
   bool stop_ = false;

@@ -1,22 +1,39 @@
 #include "replayer/http_check.h"
 
+#include <array>
 #include <string>
 
 namespace replayer {
 namespace {
 
-bool IsTchar(unsigned char c) {
-  if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return true;
-  return c != 0 &&
-         std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+// RFC 9110 tchar, as a table: every header name of every request and response is checked.
+constexpr std::array<bool, 256> kTchar = [] {
+  std::array<bool, 256> t{};
+  for (int c = '0'; c <= '9'; ++c) t[c] = true;
+  for (int c = 'a'; c <= 'z'; ++c) t[c] = true;
+  for (int c = 'A'; c <= 'Z'; ++c) t[c] = true;
+  for (char c : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(c)] = true;
+  return t;
+}();
+
+bool IsControl(unsigned char c, bool tab_ok) {
+  return (c < 0x20 && !(tab_ok && c == '\t')) || c == 0x7f;
 }
 
 // The first byte that is a C0 control (tab allowed when `tab_ok`) or DEL, as its position.
+// Runs on every header of every send: 16 bytes at a time without a branch per byte (the
+// compiler vectorises the inner loop), byte by byte only in the block that holds one.
 size_t FirstControl(std::string_view s, bool tab_ok) {
-  for (size_t i = 0; i < s.size(); ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if ((c < 0x20 && !(tab_ok && c == '\t')) || c == 0x7f) return i;
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  size_t i = 0;
+  for (; i + 16 <= s.size(); i += 16) {
+    unsigned any = 0;
+    for (size_t k = 0; k < 16; ++k)
+      any |= static_cast<unsigned>(p[i + k] < 0x20 || p[i + k] == 0x7f);
+    if (any != 0) break;
   }
+  for (; i < s.size(); ++i)
+    if (IsControl(p[i], tab_ok)) return i;
   return std::string_view::npos;
 }
 
@@ -34,7 +51,7 @@ bool IsValidHeaderValue(std::string_view value) {
 bool IsValidHeaderName(std::string_view name) {
   if (name.empty()) return false;
   for (char c : name)
-    if (!IsTchar(static_cast<unsigned char>(c))) return false;
+    if (!kTchar[static_cast<unsigned char>(c)]) return false;
   return true;
 }
 

@@ -96,12 +96,12 @@ void HttpPool::Submit(HttpRequest request) {
   t->Submit(std::move(request), now);
 }
 
-std::vector<HttpResponse> HttpPool::Poll(std::chrono::milliseconds timeout) {
-  std::vector<HttpResponse> done;
+void HttpPool::Poll(std::chrono::milliseconds timeout, std::vector<HttpResponse>& done) {
   auto& im = *impl_;
+  size_t before = done.size();
   auto now = std::chrono::steady_clock::now();
   im.Expire(now, done);
-  int wait = done.empty() ? static_cast<int>(timeout.count()) : 0;
+  int wait = done.size() == before ? static_cast<int>(timeout.count()) : 0;
   for (HttpTransport* t : im.all) {
     auto next = t->NextDeadline();
     if (!next) continue;
@@ -130,7 +130,6 @@ std::vector<HttpResponse> HttpPool::Poll(std::chrono::milliseconds timeout) {
   im.Expire(now, done);
   in_flight_ = 0;
   for (HttpTransport* t : im.all) in_flight_ += t->running();
-  return done;
 }
 
 void HttpPool::Wakeup() {

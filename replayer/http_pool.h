@@ -66,9 +66,14 @@ class HttpPool {
   HttpPool& operator=(const HttpPool&) = delete;
 
   void Submit(HttpRequest request);
-  // Runs transfers until one finishes, Wakeup() is called or timeout passes; returns what
-  // finished.
-  std::vector<HttpResponse> Poll(std::chrono::milliseconds timeout);
+  // Runs transfers until one finishes, Wakeup() is called or timeout passes; appends what
+  // finished to `done` (the engine keeps one vector for every Poll: no allocation per call).
+  void Poll(std::chrono::milliseconds timeout, std::vector<HttpResponse>& done);
+  std::vector<HttpResponse> Poll(std::chrono::milliseconds timeout) {
+    std::vector<HttpResponse> done;
+    Poll(timeout, done);
+    return done;
+  }
   void Wakeup();
   size_t in_flight() const { return in_flight_; }
 

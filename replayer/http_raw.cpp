@@ -56,6 +56,7 @@ struct RawHttp::Conn {
   size_t out_off = 0;
   TimePoint connect_deadline{};
   TimePoint idle_since{};
+  uint64_t arm = 0;  // its entry in dues_; 0: none
   HttpResponseParser parser;
 };
 
@@ -175,10 +176,22 @@ void RawHttp::Start(std::unique_ptr<Transfer> t, TimePoint now) {
   c->out_off = 0;
   c->parser.Reset();
   if (c->connected) {
+    Arm(*c, c->t->deadline);
     Write(*c, now);
   } else {
     c->connect_deadline = now + kConnectTimeout;
+    Arm(*c, std::min(c->t->deadline, c->connect_deadline));
   }
+}
+
+void RawHttp::Arm(Conn& c, TimePoint due) {
+  c.arm = ++next_arm_;
+  dues_.push(Due{due, c.fd, c.arm});
+}
+
+bool RawHttp::Current(const Due& d) const {
+  auto it = conns_.find(d.fd);
+  return it != conns_.end() && it->second->t && it->second->arm == d.arm;
 }
 
 RawHttp::Conn* RawHttp::Connect(Origin& o, std::string& error) {
@@ -284,6 +297,7 @@ void RawHttp::OnEvent(int fd, uint32_t events, TimePoint now) {
     }
     if ((events & EPOLLOUT) == 0) return;
     c.connected = true;
+    Arm(c, c.t->deadline);  // the connect timeout no longer applies
     Write(c, now);
     return;  // the answer comes with a later event
   }
@@ -369,13 +383,11 @@ void RawHttp::Close(Conn& c) {
 }
 
 void RawHttp::Expire(TimePoint now) {
-  std::vector<int> late;
-  for (auto& [fd, c] : conns_) {
-    if (!c->t) continue;
-    if (now >= c->t->deadline || (!c->connected && now >= c->connect_deadline)) late.push_back(fd);
-  }
-  for (int fd : late) {
-    Conn& c = *conns_.at(fd);
+  while (!dues_.empty() && (dues_.top().at <= now || !Current(dues_.top()))) {
+    Due d = dues_.top();
+    dues_.pop();
+    if (!Current(d)) continue;
+    Conn& c = *conns_.at(d.fd);
     std::unique_ptr<Transfer> t = std::move(c.t);
     std::string what = c.connected ? "no answer within " : "no connection within ";
     auto limit = c.connected ? t->request.timeout : kConnectTimeout;
@@ -395,13 +407,10 @@ void RawHttp::Expire(TimePoint now) {
 }
 
 std::optional<RawHttp::TimePoint> RawHttp::NextDeadline() const {
-  std::optional<TimePoint> next;
-  for (const auto& [fd, c] : conns_) {
-    if (!c->t) continue;
-    TimePoint d = c->connected ? c->t->deadline : std::min(c->t->deadline, c->connect_deadline);
-    if (!next || d < *next) next = d;
-  }
-  return next;
+  // Expire() leaves a current entry on top, or none: an earlier stale one would only wake the
+  // pool early, once.
+  if (dues_.empty()) return std::nullopt;
+  return dues_.top().at;
 }
 
 void RawHttp::TakeDone(std::vector<HttpResponse>& out) {

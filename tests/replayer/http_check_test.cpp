@@ -41,6 +41,27 @@ TEST_CASE("http check: a header value with a control character is refused", "[ht
   CHECK_THAT(crlf.error().message, !Catch::Contains("smuggled"));
 }
 
+TEST_CASE("http check: a control character is found wherever it is in a long value", "[http]") {
+  // The scan runs 16 bytes at a time: each position of a value longer than a few blocks, and
+  // tabs (allowed) in the blocks before and in the one that holds the control.
+  const std::string ua(70, 'a');
+  for (size_t at = 0; at < ua.size(); ++at) {
+    for (char c : {'\r', '\x7f', '\0'}) {
+      std::string v = ua;
+      v[at] = c;
+      if (at > 2) v[at - 2] = '\t';
+      if (at > 20) v[5] = '\t';
+      auto st = CheckRequest(WithHeader("User-Agent", v));
+      INFO("control " << int(c) << " at " << at);
+      REQUIRE_FALSE(st);
+      CHECK_THAT(st.error().message, Catch::Contains("at byte " + std::to_string(at) + ")"));
+    }
+  }
+  std::string tabs = ua;
+  for (size_t i = 0; i < tabs.size(); i += 7) tabs[i] = '\t';
+  CHECK(CheckRequest(WithHeader("User-Agent", tabs)));
+}
+
 TEST_CASE("http check: what a header value may hold", "[http]") {
   CHECK(CheckRequest(WithHeader("User-Agent", "Mozilla/5.0 (X11; Linux x86_64)\tx")));
   CHECK(CheckRequest(WithHeader("User-Agent", "Navigateur \xc3\xa9t\xc3\xa9")));  // UTF-8 bytes
