@@ -94,6 +94,10 @@ struct SendCmd {
 struct CheckCmd {
   uint64_t check_id = 0;
   int process = 0;
+  // Each request's timeout: the send timeout. A check passes when Umami answers as a send must;
+  // 5 s kept a process "down" for minutes on a loaded machine, where Umami's sends took 4.5 s
+  // on average and no probe was answered within 5 s.
+  milliseconds timeout{0};
 };
 struct AckCmd {
   Ref ref = 0;

@@ -260,14 +260,14 @@ void Engine::State::ExecuteCommand(Command& c) {
           HttpRequest hb;
           hb.tag = kCheckTag | (cmd.check_id << 1);
           hb.url = url + "/api/heartbeat";
-          hb.timeout = milliseconds(3000);
+          hb.timeout = cmd.timeout;
           http.Submit(std::move(hb));
           HttpRequest probe;
           probe.tag = kCheckTag | (cmd.check_id << 1) | 1;
           probe.url = url + "/api/send";
           probe.post = true;
           probe.body = ProbeBody();
-          probe.timeout = milliseconds(5000);
+          probe.timeout = cmd.timeout;
           probe.headers.emplace_back("Content-Type", "application/json");
           probe.headers.emplace_back(
               "User-Agent",

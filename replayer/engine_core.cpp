@@ -340,7 +340,7 @@ void EngineCore::State::Tick(TimePoint now) {
   }
   for (int i = 0; i < static_cast<int>(procs.size()); ++i) {
     Proc& p = procs[i];
-    if (p.check_id != 0 && now - p.check_started >= kCheckDeadline) {
+    if (p.check_id != 0 && now - p.check_started >= cfg.send_timeout + kSendGrace) {
       // No complete answer: the check failed. Its late answer, if any, is ignored; a new check
       // follows, so a lost answer can never keep the process down.
       p.abandoned[p.check_id] = p.check_started;

@@ -261,7 +261,7 @@ void EngineCore::State::StartCheck(int pi, TimePoint now) {
   p.heartbeat_answered = p.probe_answered = false;
   p.heartbeat_ok = p.probe_ok = false;
   p.check_detail.clear();
-  Emit(CheckCmd{p.check_id, pi});
+  Emit(CheckCmd{p.check_id, pi, cfg.send_timeout});
 }
 
 void EngineCore::State::CompleteCheck(int pi, bool passed, TimePoint now) {

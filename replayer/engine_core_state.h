@@ -18,11 +18,9 @@ namespace core_detail {
 
 constexpr milliseconds kTick{1000};
 constexpr milliseconds kDownRecheck{2000};
-// A check with no complete answer by then counts as failed (its requests time out at 3 s and
-// 5 s in the shell; this holds even if the HTTP client never answers).
-constexpr milliseconds kCheckDeadline{10'000};
-// A send with no answer by its timeout plus this is given up as failed: the HTTP client should
-// have answered with a timeout by then.
+// A send, or a check (its requests time out with the send timeout too), with no answer by the
+// send timeout plus this is given up as failed: the HTTP client should have answered with a
+// timeout by then; this holds even if it never answers.
 constexpr milliseconds kSendGrace{5000};
 constexpr milliseconds kGuardAckWait{10'000};
 constexpr milliseconds kGuardRetry{1000};

@@ -107,8 +107,11 @@ void Engine::State::Observe(const Note& n) {
                     n.seconds, n.text.empty() ? "" : ": ", Safe(n.text));
       break;
     case Note::Kind::kCheckTimedOut:
-      spdlog::warn("health check of {} had no complete answer within 10 s: counted as failed{}{}",
-                   url, n.text.empty() ? "" : " (", n.text.empty() ? "" : Safe(n.text) + ")");
+      spdlog::warn(
+          "health check of {} had no complete answer within {} s (the send timeout + 5 s): "
+          "counted as failed{}{}",
+          url, (cfg.send_timeout + milliseconds(5000)).count() / 1000, n.text.empty() ? "" : " (",
+          n.text.empty() ? "" : Safe(n.text) + ")");
       break;
     case Note::Kind::kCheckStuck:
       spdlog::warn(

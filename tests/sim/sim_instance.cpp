@@ -335,9 +335,9 @@ void World::DeadLetterStored(uint64_t seq, const std::string& reason) {
   // Behind a poison head, the visitor's excess goes to WEB_DLQ by design, unless Umami has been
   // down long enough that the head must have been tried again and found Umami down (the cap is
   // lifted then): its longest backoff (24 s), a send that hangs until the engine gives it up
-  // (send timeout + 5 s), then a check given up after 10 s.
+  // (send timeout + 5 s), then a check given up as late (send timeout + 5 s).
   bool behind_poison = reason == kOverflowReason && poison_lanes_.count(r.lane) != 0;
-  auto found_down_by = std::chrono::seconds(24 + 5 + 10 + 2) + sc_.core.send_timeout;
+  auto found_down_by = std::chrono::seconds(24 + 5 + 5 + 2) + 2 * sc_.core.send_timeout;
   if (behind_poison && OutageFor() > found_down_by) {
     Fail(std::string("a good event (") + KindName(r.kind) + ", seq " + std::to_string(seq) +
          ") was dead-lettered as overflow while every Umami process has been down for a while");

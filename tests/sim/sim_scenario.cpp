@@ -220,13 +220,15 @@ void World::ScheduleFaults() {
     bool checks_fail = f.fault == Fault::kDown || f.fault == Fault::kHung ||
                        f.fault == Fault::kSlow || f.fault == Fault::kDbDown;
     if (!checks_fail) continue;
-    // A process that recovers takes sends again within a bounded time: 2 s between checks,
-    // a check given up after 10 s, plus margin.
-    At(f.end + std::chrono::seconds(25), [this, i] {
+    // A process that recovers takes sends again within a bounded time: a check begun in the
+    // fault given up after the send timeout + 5 s, 2 s to the next one, its answer cached 3 s,
+    // plus margin.
+    const milliseconds bound = sc_.core.send_timeout + std::chrono::seconds(15);
+    At(f.end + bound, [this, i, bound] {
       const FaultSpan& fi = sc_.faults[i];
       for (size_t j = 0; j < sc_.faults.size(); ++j) {
         const FaultSpan& g = sc_.faults[j];
-        bool overlaps = g.end > fi.end - std::chrono::seconds(30) && g.start < now_;
+        bool overlaps = g.end > fi.end - bound - std::chrono::seconds(5) && g.start < now_;
         if (j != i && overlaps) return;  // not a clean recovery
       }
       if (leader_ < 0 || !inst_[leader_]->core || inst_[leader_]->stopping) return;
@@ -235,7 +237,7 @@ void World::ScheduleFaults() {
         if (fi.process >= 0 && p != fi.process) continue;
         if (!inst_[leader_]->core->ProcessUp(p)) {
           Fail("umami process " + std::to_string(p) + " recovered from " + FaultName(fi.fault) +
-               " 25 s ago and still counts as down");
+               " " + std::to_string(bound.count() / 1000) + " s ago and still counts as down");
           return;
         }
       }

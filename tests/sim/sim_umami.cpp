@@ -197,7 +197,7 @@ void World::HttpCheck(int inst, uint64_t epoch, const replayer::CheckCmd& cmd) {
   };
   bool v31 = sc_.version == Version::k3_1;
   for (auto part : {replayer::CheckPart::kHeartbeat, replayer::CheckPart::kProbe}) {
-    milliseconds timeout(part == replayer::CheckPart::kHeartbeat ? 3000 : 5000);
+    milliseconds timeout = cmd.timeout;
     if (FaultActive(Fault::kDown, p)) {
       answer(now_, part, {0, "", "Couldn't connect to server", false});
       continue;
