@@ -186,7 +186,12 @@ void RawHttp::Start(std::unique_ptr<Transfer> t, TimePoint now) {
 
 void RawHttp::Arm(Conn& c, TimePoint due) {
   c.arm = ++next_arm_;
-  dues_.push(Due{due, c.fd, c.arm});
+  dues_.push_back(Due{due, c.fd, c.arm});
+  std::push_heap(dues_.begin(), dues_.end(), std::greater<>());
+  if (dues_.size() > 2 * running_ + 1024) {
+    std::erase_if(dues_, [this](const Due& d) { return !Current(d); });
+    std::make_heap(dues_.begin(), dues_.end(), std::greater<>());
+  }
 }
 
 bool RawHttp::Current(const Due& d) const {
@@ -383,9 +388,10 @@ void RawHttp::Close(Conn& c) {
 }
 
 void RawHttp::Expire(TimePoint now) {
-  while (!dues_.empty() && (dues_.top().at <= now || !Current(dues_.top()))) {
-    Due d = dues_.top();
-    dues_.pop();
+  while (!dues_.empty() && (dues_.front().at <= now || !Current(dues_.front()))) {
+    std::pop_heap(dues_.begin(), dues_.end(), std::greater<>());
+    Due d = dues_.back();
+    dues_.pop_back();
     if (!Current(d)) continue;
     Conn& c = *conns_.at(d.fd);
     std::unique_ptr<Transfer> t = std::move(c.t);
@@ -410,7 +416,7 @@ std::optional<RawHttp::TimePoint> RawHttp::NextDeadline() const {
   // Expire() leaves a current entry on top, or none: an earlier stale one would only wake the
   // pool early, once.
   if (dues_.empty()) return std::nullopt;
-  return dues_.top().at;
+  return dues_.front().at;
 }
 
 void RawHttp::TakeDone(std::vector<HttpResponse>& out) {
