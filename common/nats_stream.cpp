@@ -71,9 +71,9 @@ std::string_view Message::data() const {
 }
 
 std::optional<std::string> Message::Header(const std::string& key) const {
-  const char* v = nullptr;
-  if (natsMsgHeader_Get(msg_, key.c_str(), &v) != NATS_OK || v == nullptr) return std::nullopt;
-  return std::string(v);
+  auto v = HeaderView(key.c_str());
+  if (!v) return std::nullopt;
+  return std::string(*v);
 }
 
 std::optional<std::string_view> Message::HeaderView(const char* key) const {
@@ -82,37 +82,30 @@ std::optional<std::string_view> Message::HeaderView(const char* key) const {
   return std::string_view(v);
 }
 
-size_t Message::HeaderBytes() const {
+void Message::ForEachHeader(const std::function<void(const char*, const char*)>& fn) const {
   const char** keys = nullptr;
   int count = 0;
-  if (natsMsgHeader_Keys(msg_, &keys, &count) != NATS_OK) return 0;
-  size_t bytes = 0;
+  if (natsMsgHeader_Keys(msg_, &keys, &count) != NATS_OK) return;
   for (int i = 0; i < count; ++i) {
     const char** values = nullptr;
     int n = 0;
     if (natsMsgHeader_Values(msg_, keys[i], &values, &n) == NATS_OK) {
-      for (int j = 0; j < n; ++j) bytes += strlen(keys[i]) + strlen(values[j]) + 4;
+      for (int j = 0; j < n; ++j) fn(keys[i], values[j]);
       free(values);
     }
   }
   free(keys);
+}
+
+size_t Message::HeaderBytes() const {
+  size_t bytes = 0;
+  ForEachHeader([&](const char* k, const char* v) { bytes += strlen(k) + strlen(v) + 4; });
   return bytes;
 }
 
 Headers Message::AllHeaders() const {
   Headers out;
-  const char** keys = nullptr;
-  int count = 0;
-  if (natsMsgHeader_Keys(msg_, &keys, &count) != NATS_OK) return out;
-  for (int i = 0; i < count; ++i) {
-    const char** values = nullptr;
-    int n = 0;
-    if (natsMsgHeader_Values(msg_, keys[i], &values, &n) == NATS_OK) {
-      for (int j = 0; j < n; ++j) out.emplace_back(keys[i], values[j]);
-      free(values);
-    }
-  }
-  free(keys);
+  ForEachHeader([&](const char* k, const char* v) { out.emplace_back(k, v); });
   return out;
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +63,9 @@ class Message {
   Status Term();             // never redeliver
 
  private:
+  // Every (name, value) pair of the headers, in nats.c's order; the pointers live for the call.
+  void ForEachHeader(const std::function<void(const char*, const char*)>& fn) const;
+
   natsMsg* msg_ = nullptr;
   std::string stream_;
   uint64_t stream_seq_ = 0;
