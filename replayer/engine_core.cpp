@@ -49,31 +49,29 @@ void EngineCore::OnFetched(std::vector<Delivery> batch, const std::string& error
 
 void EngineCore::OnGuardAnswer(uint64_t lookup_id, Lookup answer, TimePoint now) {
   auto& s = *s_;
-  {
-    uint64_t eid = EventOfOp(lookup_id);
-    Held* found = s.CurrentOp(lookup_id);
-    if (found != nullptr && found->stage == Stage::kLookingUp) {
-      Held& h = *found;
-      h.op = 0;
-      switch (answer) {
-        case Lookup::kFound: {
-          s.Emit(AckCmd{h.ref, AckWhy::kDuplicate});
-          s.Tell(Note::Kind::kDuplicateSkipped).seq = h.seq;
-          s.Finish(eid, now);
-          break;
-        }
-        case Lookup::kAbsent:
-          h.stage = Stage::kWaiting;
-          ++h.gen;
-          s.TryReady(eid, now);
-          break;
-        case Lookup::kError: {
-          Note& n = s.Tell(Note::Kind::kLookupFailed);
-          n.seq = h.seq;
-          n.text = "the duplicate guard could not be read; reading it again";
-          s.Arm(eid, h, now + kLookupRetry);  // stays kLookingUp; the timer asks again
-          break;
-        }
+  uint64_t eid = EventOfOp(lookup_id);
+  Held* found = s.CurrentOp(lookup_id);
+  if (found != nullptr && found->stage == Stage::kLookingUp) {
+    Held& h = *found;
+    h.op = 0;
+    switch (answer) {
+      case Lookup::kFound: {
+        s.Emit(AckCmd{h.ref, AckWhy::kDuplicate});
+        s.Tell(Note::Kind::kDuplicateSkipped).seq = h.seq;
+        s.Finish(eid, now);
+        break;
+      }
+      case Lookup::kAbsent:
+        h.stage = Stage::kWaiting;
+        ++h.gen;
+        s.TryReady(eid, now);
+        break;
+      case Lookup::kError: {
+        Note& n = s.Tell(Note::Kind::kLookupFailed);
+        n.seq = h.seq;
+        n.text = "the duplicate guard could not be read; reading it again";
+        s.Arm(eid, h, now + kLookupRetry);  // stays kLookingUp; the timer asks again
+        break;
       }
     }
   }

@@ -6,28 +6,26 @@ namespace replayer {
 
 void EngineCore::OnSendAnswer(uint64_t send_id, const HttpAnswer& a, TimePoint now) {
   auto& s = *s_;
-  {
-    uint64_t eid = EventOfOp(send_id);
-    Held* found = s.CurrentOp(send_id);
-    if (found != nullptr && found->stage == Stage::kSending) {
-      Held& h = *found;
-      Proc& p = s.procs[h.process];
-      s.EndSend(h);
-      p.send_stuck_noted = false;
-      Note& done = s.Tell(Note::Kind::kSendDone);
-      done.process = h.process;
-      done.seconds = a.seconds;
-      if (a.status >= 200 && a.status < 300) {
-        s.OnStored(eid, h, a.body, now);
-      } else {
-        h.last_answer = AnswerExcerpt(a.status, a.body, a.error);
-        Note& n = s.Tell(Note::Kind::kSendFailed);
-        n.process = h.process;
-        n.status = a.status;
-        n.seq = h.seq;
-        n.text = h.last_answer;
-        s.OnFailed(eid, h, now);
-      }
+  uint64_t eid = EventOfOp(send_id);
+  Held* found = s.CurrentOp(send_id);
+  if (found != nullptr && found->stage == Stage::kSending) {
+    Held& h = *found;
+    Proc& p = s.procs[h.process];
+    s.EndSend(h);
+    p.send_stuck_noted = false;
+    Note& done = s.Tell(Note::Kind::kSendDone);
+    done.process = h.process;
+    done.seconds = a.seconds;
+    if (a.status >= 200 && a.status < 300) {
+      s.OnStored(eid, h, a.body, now);
+    } else {
+      h.last_answer = AnswerExcerpt(a.status, a.body, a.error);
+      Note& n = s.Tell(Note::Kind::kSendFailed);
+      n.process = h.process;
+      n.status = a.status;
+      n.seq = h.seq;
+      n.text = h.last_answer;
+      s.OnFailed(eid, h, now);
     }
   }
   s.AfterInput(now);
@@ -64,17 +62,15 @@ void EngineCore::OnCheckAnswer(uint64_t check_id, CheckPart part, const HttpAnsw
 
 void EngineCore::OnPublished(uint64_t pub_id, const PubOutcome& o, TimePoint now) {
   auto& s = *s_;
-  {
-    uint64_t eid = EventOfOp(pub_id);
-    Held* found = s.CurrentOp(pub_id);
-    if (found != nullptr) {
-      Held& h = *found;
-      h.op = 0;
-      if (h.stage == Stage::kFinishing) {
-        s.OnPublishedGuard(eid, h, o, now);
-      } else if (h.stage == Stage::kDeadLettering) {
-        s.OnPublishedDeadLetter(eid, h, o, now);
-      }
+  uint64_t eid = EventOfOp(pub_id);
+  Held* found = s.CurrentOp(pub_id);
+  if (found != nullptr) {
+    Held& h = *found;
+    h.op = 0;
+    if (h.stage == Stage::kFinishing) {
+      s.OnPublishedGuard(eid, h, o, now);
+    } else if (h.stage == Stage::kDeadLettering) {
+      s.OnPublishedDeadLetter(eid, h, o, now);
     }
   }
   s.AfterInput(now);
