@@ -26,7 +26,11 @@
 # Environment: CONTAINER_TEST_BUILD_DIR (host build with tests/container/container_load),
 # CONTAINER_TEST_SOURCE_DIR, UMAMI_HOME, KEEP_TEST_STACK=1 (leave everything running and
 # print how to reach it). Needs root (podman, debootstrap) and scripts/install-deps' packages.
-set -euo pipefail
+set -Eeuo pipefail
+# A command that fails outside a check ends the test (set -e): the ERR trap keeps where, and
+# the clean-up says it (otherwise the test would stop without a word of why).
+err_at=""
+trap 'err_at="${BASH_SOURCE[0]##*/}:$LINENO: $BASH_COMMAND"' ERR
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 src="${CONTAINER_TEST_SOURCE_DIR:-$(cd "$here/../.." && pwd)}"
 build="${CONTAINER_TEST_BUILD_DIR:-$src/build}"
@@ -63,13 +67,23 @@ cleanup() {
     log "kept running: eval \"\$($src/scripts/container-runtime env $work/runtime)\"; projects in $work/render"
     return
   fi
+  if ((rc != 0)) && [[ -z "${finished:-}" ]] && ! grep -qs '^FATAL' "$work/failures"; then
+    log "FATAL: stopped by a failing command (status $rc) at ${err_at:-an unknown place}"
+    note_failure "FATAL: stopped by a failing command (status $rc) at ${err_at:-an unknown place}"
+  fi
   if ((rc != 0 || failures > 0)); then collect_logs; fi
   for ((i = ${#projects[@]} - 1; i >= 0; i--)); do
     dc "${projects[i]}" down -v --remove-orphans -t 20 >/dev/null 2>&1 || true
   done
   "$src/scripts/container-runtime" stop "$work/runtime" >/dev/null 2>&1 || true
   pg_stop
-  if ((rc != 0 || failures > 0)); then log "work directory kept: $work"; else rm -rf "$work"; fi
+  if ((rc != 0 || failures > 0)); then
+    log "work directory kept: $work"
+    log "what failed (as printed above, before the containers' logs):"
+    sed 's/^/  /' "$work/failures" 2>/dev/null || true
+  else
+    rm -rf "$work"
+  fi
 }
 trap cleanup EXIT
 
@@ -105,4 +119,5 @@ phase_down_up
 final_report
 
 log "$failures failure(s) in $((SECONDS - started)) s"
+finished=1
 [[ $failures -eq 0 ]]

@@ -7,8 +7,19 @@ started=${started:-$SECONDS}
 failures=0
 log() { printf '[container %4ds] %s\n' $((SECONDS - started)) "$*"; }
 pass() { log "ok: $*"; }
-fail() { log "FAIL: $*"; failures=$((failures + 1)); }
-die() { log "FATAL: $*"; exit 1; }
+# Each failure is also kept in $work/failures: the clean-up prints them again after the
+# containers' logs, so the end of the output (all a CI summary may show) names what failed.
+note_failure() { [[ -z "${work:-}" ]] || printf '%s\n' "$*" >>"$work/failures"; }
+fail() {
+  log "FAIL: $*"
+  note_failure "FAIL: $*"
+  failures=$((failures + 1))
+}
+die() {
+  log "FATAL: $*"
+  note_failure "FATAL: $*"
+  exit 1
+}
 # expect DESCRIPTION COMMAND...: passes or fails on the command's status (output on failure).
 expect() {
   local what=$1 out

@@ -159,11 +159,13 @@ agreement() {
   sleep 1
   t0=$(date +%s)
   platformctl streams --json --interval 0 >"$d/platformctl.json" || { fail "platformctl streams --json"; return 0; }
-  for i in 1 2 3; do jsz $i >"$d/jsz-$i.json"; done
+  for i in 1 2 3; do jsz $i >"$d/jsz-$i.json" || { fail "nats-$i: /jsz did not answer"; return 0; }; done
   for i in 1 2; do
     wait_until 30 "exporter core-$i: a reading after $t0" \
-      bash -c "v=\$(curl -fsS '$(metrics_url exporter $i)' | awk '\$1 == \"jetstream_read_timestamp_seconds\" {print int(\$2)}'); [[ -n \$v && \$v -gt $t0 ]]"
-    curl -fsS "$(metrics_url exporter $i)" >"$d/exporter-$i.txt"
+      bash -c "v=\$(curl -fsS '$(metrics_url exporter $i)' | awk '\$1 == \"jetstream_read_timestamp_seconds\" {print int(\$2)}'); [[ -n \$v && \$v -gt $t0 ]]" ||
+      return 0
+    curl -fsS -m 10 "$(metrics_url exporter $i)" >"$d/exporter-$i.txt" ||
+      { fail "exporter core-$i: /metrics did not answer"; return 0; }
   done
   if python3 "$here/agree.py" "$d/platformctl.json" "$d" "$d/exporter-1.txt" "$d/exporter-2.txt" >"$d/result.txt"; then
     pass "platformctl streams, both exporters and JetStream agree${1:+ ($1)}: $(grep -c '^ok' "$d/result.txt") values, WEB_EVENTS holds $(awk '/^ok   WEB_EVENTS messages/ {print $4}' "$d/result.txt" | cut -d= -f2)"
@@ -221,8 +223,13 @@ for l in json.load(sys.stdin)["leaders"]:
 phase_failover() {
   log "phase b (failover drill): 2,000 events and 200 batches over 40 s; the leaders killed at 10 s"
   local rl ml rc mc rr0 mr0 t_kill svc node c
-  rl=$(leader_of replayer)
-  ml=$(leader_of metricswriter)
+  # The leaders as their /metrics say now: one reading can miss (a page not served within
+  # curl's 5 s on a loaded machine, a lease between holders), so wait for an answer.
+  wait_until 60 "one replayer leads before the drill" one_leader replayer || die "no replayer leads before the drill"
+  wait_until 60 "one metricswriter leads before the drill" one_leader metricswriter ||
+    die "no metricswriter leads before the drill"
+  rl=$(leader_of replayer) || die "the replayer's leader changed while read"
+  ml=$(leader_of metricswriter) || die "the metricswriter's leader changed while read"
   rc=$(cid "cwtest-core-$rl" replayer)
   mc=$(cid "cwtest-core-$ml" metricswriter)
   rr0=$(restarts_of "$rc")
@@ -237,7 +244,7 @@ phase_failover() {
   wait_until 60 "a replayer leads again" one_leader replayer
   wait_until 60 "a metricswriter leads again" one_leader metricswriter
   local held
-  held=$(leases)
+  held=$(leases) || die "platformctl leaders --json failed after the kill"
   for svc in replayer metricswriter; do
     read -r _ node since <<<"$(grep "^$svc " <<<"$held")"
     local took=$(($(ms_of "$since") - t_kill))
@@ -268,7 +275,8 @@ phase_failover() {
 phase_nats_kill() {
   log "phase c: 1,000 events and 100 batches over 30 s; the NATS node leading WEB_EVENTS killed at 8 s"
   local node c r0
-  node=$(stream_leader WEB_EVENTS)
+  wait_until 60 "WEB_EVENTS has a leader before phase c" streams_led || die "WEB_EVENTS has no leader"
+  node=$(stream_leader WEB_EVENTS) || die "the leader of WEB_EVENTS could not be read"
   c=$(cid "cwtest-nats-$node" nats)
   r0=$(restarts_of "$c")
   load c 1000 100 30 &
