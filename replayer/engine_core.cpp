@@ -191,9 +191,7 @@ void EngineCore::State::Admit(Delivery d, TimePoint now) {
   if (auto it = by_seq.find(d.stream_seq); it != by_seq.end()) {
     Held& h = held[it->second];
     Emit(ForgetCmd{h.ref});
-    by_ref.erase(h.ref);
     h.ref = d.ref;
-    by_ref[d.ref] = it->second;
     h.touched = now;  // the new delivery's ack wait starts now
     Tell(Note::Kind::kRedeliveryAdopted).seq = d.stream_seq;
     return;
@@ -214,7 +212,6 @@ void EngineCore::State::Admit(Delivery d, TimePoint now) {
   ++held_count;
   held_bytes += d.bytes;
   by_seq[h.seq] = eid;
-  by_ref[h.ref] = eid;
   if (!d.parsed.event) {
     Held& p = held.emplace(eid, std::move(h)).first->second;
     DeadLetter(eid, p, d.parsed.poison_reason, kCodePoison, now);
@@ -414,7 +411,6 @@ void EngineCore::State::Finish(uint64_t eid, TimePoint now) {
     }
   }
   by_seq.erase(h.seq);
-  by_ref.erase(h.ref);
   --held_count;
   held_bytes -= h.bytes;
   held.erase(it);
@@ -452,7 +448,6 @@ void EngineCore::State::MaybeRelease(TimePoint now) {
   n.status = mode == Mode::kLeaseLost ? 0 : 1;
   held.clear();
   by_seq.clear();
-  by_ref.clear();
   ready.clear();
   lanes = Lanes();
   held_count = 0;
@@ -502,10 +497,10 @@ std::string EngineCore::SelfCheck() const {
   int64_t bytes = 0;
   int sending = 0;
   std::vector<int> per_proc(s.procs.size(), 0);
+  std::unordered_set<Ref> refs;
   for (const auto& [eid, h] : s.held) {
     bytes += h.bytes;
-    auto r = s.by_ref.find(h.ref);
-    if (r == s.by_ref.end() || r->second != eid) return "held event without its ref index";
+    if (!refs.insert(h.ref).second) return "two held events answer the same delivery";
     auto q = s.by_seq.find(h.seq);
     if (q == s.by_seq.end() || q->second != eid) return "held event without its seq index";
     if (h.op != 0 && EventOfOp(h.op) != eid) return "held event's operation names another event";
@@ -527,7 +522,7 @@ std::string EngineCore::SelfCheck() const {
   for (size_t i = 0; i < s.procs.size(); ++i) {
     if (per_proc[i] != s.procs[i].in_flight) return "a process's sends do not add up";
   }
-  if (s.by_seq.size() != s.held.size() || s.by_ref.size() != s.held.size()) {
+  if (s.by_seq.size() != s.held.size()) {
     return "index sizes differ from the held events";
   }
   return "";

@@ -135,7 +135,6 @@ struct EngineCore::State {
   WriteFaultRun shared_run;
   std::unordered_map<uint64_t, Held> held;        // by event id (the core's own)
   std::unordered_map<uint64_t, uint64_t> by_seq;  // stream sequence -> event id
-  std::unordered_map<Ref, uint64_t> by_ref;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
   std::deque<uint64_t> ready;
   Lanes lanes;
