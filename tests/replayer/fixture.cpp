@@ -105,10 +105,34 @@ bool Fixture::WaitDrained(int timeout_ms) {
                                     log_path + " | tail -n 40")
                          << "\nthe last health checks:\n"
                          << Capture("grep 'health check of' " + log_path + " | tail -n 12")
-                         << "\nUmami's log:\n"
+                         << "\nUmami asked directly, now (not through the replayer):\n"
+                         << DirectUmamiCheck() << "\nUmami's log:\n"
                          << Capture("tail -n 30 " + stack.dir() + "/umami-*.log"));
   }
   return drained;
+}
+
+std::string Fixture::DirectUmamiCheck() {
+  // Whether Umami itself answers, so a failure says which side was stuck: the heartbeat needs no
+  // database; a send (of a test site, a fresh visitor) does.
+  std::string out;
+  std::string urls = stack.Env("UMAMI_URLS");
+  std::istringstream in(urls);
+  std::string url;
+  while (std::getline(in, url, ',')) {
+    const std::string body = "{\"type\":\"event\",\"payload\":{\"website\":\"" + sites.front() +
+                             "\",\"hostname\":\"example.com\",\"url\":\"/diagnostic\"," +
+                             "\"language\":\"en-US\",\"screen\":\"1920x1080\"}}";
+    out += url + ": heartbeat " +
+           Capture("curl -s -o /dev/null -m 10 -w '%{http_code} in %{time_total} s' " + url +
+                   "/api/heartbeat") +
+           "; a send " +
+           Capture(std::string("curl -s -o /dev/null -m 30 -w '%{http_code} in %{time_total} s' ") +
+                   "-X POST -H 'Content-Type: application/json' -H 'User-Agent: Mozilla/5.0 " +
+                   "(X11; Linux x86_64) diagnostic' -d '" + body + "' " + url + "/api/send") +
+           " (000: no answer)\n";
+  }
+  return out;
 }
 
 std::vector<std::string> Fixture::DlqReasons() {

@@ -27,6 +27,8 @@ class Fixture {
   // Waits until WEB_EVENTS holds nothing and the consumer has nothing unacked.
   bool WaitDrained(int timeout_ms);
   std::vector<std::string> DlqReasons();  // Sa-Dlq-Reason of every WEB_DLQ message, in order
+  // Umami asked directly (heartbeat and one send per process, with timings): for a failure report.
+  std::string DirectUmamiCheck();
   std::string Metrics();
   double Metric(const std::string& sample);  // a sample line's value; 0 when absent
   int64_t StoredEvents(const std::string& where = "true");
