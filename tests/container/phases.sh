@@ -275,7 +275,7 @@ phase_failover() {
 phase_nats_kill() {
   log "phase c: 1,000 events and 100 batches over 30 s; the NATS node leading WEB_EVENTS killed at 8 s"
   local node c r0
-  wait_until 60 "WEB_EVENTS has a leader before phase c" streams_led || die "WEB_EVENTS has no leader"
+  wait_until 60 "every stream has a leader before phase c" streams_led || die "a stream has no leader before phase c"
   node=$(stream_leader WEB_EVENTS) || die "the leader of WEB_EVENTS could not be read"
   c=$(cid "cwtest-nats-$node" nats)
   r0=$(restarts_of "$c")
