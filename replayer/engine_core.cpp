@@ -81,15 +81,16 @@ void EngineCore::OnGuardAnswer(uint64_t lookup_id, Lookup answer, TimePoint now)
 void EngineCore::OnVisitAnswer(const std::string& lane, Lookup answer, const std::string& value,
                                TimePoint now) {
   auto& s = *s_;
-  if (s.visit_lookups.erase(lane) > 0) {
+  LaneKey key(lane);
+  if (s.visit_lookups.erase(key) > 0) {
     VisitState state;
     if (answer == Lookup::kFound) state = VisitStates::Decode(value);
     if (answer == Lookup::kError) {
       // Unreadable: send without a token; Umami then begins a visit of its own.
       s.Tell(Note::Kind::kLookupFailed).text = "a visit state could not be read";
     }
-    if (!s.visits.Find(lane, now)) s.visits.Set(lane, std::move(state), now);
-    if (auto head = s.lanes.Head(lane)) s.TryReady(*head, now);
+    if (!s.visits.Find(key, now)) s.visits.Set(key, std::move(state), now);
+    if (auto head = s.lanes.Head(key)) s.TryReady(*head, now);
   }
   s.AfterInput(now);
 }
@@ -247,11 +248,10 @@ void EngineCore::State::LookUpGuard(uint64_t eid, Held& h) {
   Emit(GuardLookupCmd{h.op, KvSafe(h.ev.id)});
 }
 
-void EngineCore::State::EnsureVisitKnown(const std::string& lane, const WebEvent& ev,
-                                         TimePoint now) {
+void EngineCore::State::EnsureVisitKnown(const LaneKey& lane, const WebEvent& ev, TimePoint now) {
   if (visits.Find(lane, now) || visit_lookups.count(lane)) return;
   visit_lookups.insert(lane);
-  Emit(VisitLookupCmd{lane, VisitKey(ev.website, ev.visitor)});
+  Emit(VisitLookupCmd{lane.str(), VisitKey(ev.website, ev.visitor)});
 }
 
 void EngineCore::State::TryReady(uint64_t eid, TimePoint now) {

@@ -1,4 +1,6 @@
 // The engine core's sends, health checks, decisions and publishes (intake: engine_core.cpp).
+#include <optional>
+
 #include "replayer/engine_core_state.h"
 #include "replayer/umami_reply.h"
 
@@ -194,18 +196,21 @@ void EngineCore::State::OnStored(uint64_t eid, Held& h, const std::string& body,
   probe_room = 0;  // progress: the next tick judges the budget afresh
   // The visit: a send with the token continued the visit; one without began a new visit at this
   // event's time, unless it is older than the visit under way (a replay): that one stays.
+  // (Built only when it changes: a token is some 300 bytes, and most sends change nothing.)
   const VisitState* current = visits.Find(h.lane, now);
-  VisitState next;
+  std::optional<VisitState> next;
   if (h.token_sent && current) {
-    next = *current;
-    if (!reply.cache_token.empty()) next.token = reply.cache_token;
+    if (!reply.cache_token.empty() && reply.cache_token != current->token) {
+      next = VisitState{reply.cache_token, current->start_ms};
+    }
   } else if (!current || current->token.empty() || h.ev.accepted_at_ms >= current->start_ms) {
     next = VisitState{reply.cache_token, h.ev.accepted_at_ms};
-  } else {
-    next = *current;
   }
-  if (visits.Set(h.lane, next, now)) {
-    Emit(PutVisitCmd{VisitKey(h.ev.website, h.ev.visitor), VisitStates::Encode(next)});
+  if (next) {
+    std::string value = VisitStates::Encode(*next);
+    if (visits.Set(h.lane, std::move(*next), now)) {
+      Emit(PutVisitCmd{VisitKey(h.ev.website, h.ev.visitor), std::move(value)});
+    }
   }
   // The visitor's next event may go now: this one is in Umami.
   if (lanes.Head(h.lane) == eid) {
@@ -299,12 +304,12 @@ void EngineCore::State::Decide(uint64_t eid, Held& h, bool passed, TimePoint now
   // events that fail at once, while retries of the same events (poison waiting out a fault that
   // was none) prove nothing new. Failures in an outage were not counted: those events count.
   bool fresh = h.failures == 0 && h.fault_parks == 0;
-  if (passed && fresh && p.run.RecordFailure(h.lane, now)) {
+  if (passed && fresh && p.run.RecordFailure(h.lane.str(), now)) {
     Note& n = Tell(Note::Kind::kWriteFaultBegan);
     n.process = h.process;
     n.count = static_cast<int64_t>(p.run.visitors());
   }
-  if (passed && fresh && shared_run.RecordFailure(h.lane, now)) {
+  if (passed && fresh && shared_run.RecordFailure(h.lane.str(), now)) {
     Note& n = Tell(Note::Kind::kWriteFaultBegan);
     n.process = -1;  // every process: the database they share
     n.count = static_cast<int64_t>(shared_run.visitors());

@@ -72,8 +72,8 @@ struct Held {
   uint64_t seq = 0;
   int64_t bytes = 0;
   std::string subject;
-  WebEvent ev;       // empty for poison at once
-  std::string lane;  // empty for poison at once
+  WebEvent ev;   // empty for poison at once
+  LaneKey lane;  // empty for poison at once
   Stage stage = Stage::kWaiting;
   int failures = 0;     // counted failures
   int fault_parks = 0;  // times it was parked by a write fault
@@ -139,7 +139,8 @@ struct EngineCore::State {
   std::deque<uint64_t> ready;
   Lanes lanes;
   VisitStates visits;
-  std::unordered_set<std::string> visit_lookups;  // lanes whose visit state is being read
+  // Lanes whose visit state is being read.
+  std::unordered_set<LaneKey, LaneKey::Hash> visit_lookups;
   RecentSeqs recent{kRecentFinished};
   uint64_t next_eid = 0;
   uint64_t next_op = 0;  // orders checks and sends (FreshSince); ids of checks
@@ -178,7 +179,7 @@ struct EngineCore::State {
   int FetchRoom() const;  // what the next fetch may ask for; 0: not now
   void Admit(Delivery d, TimePoint now);
   void LookUpGuard(uint64_t eid, Held& h);
-  void EnsureVisitKnown(const std::string& lane, const WebEvent& ev, TimePoint now);
+  void EnsureVisitKnown(const LaneKey& lane, const WebEvent& ev, TimePoint now);
   void TryReady(uint64_t eid, TimePoint now);
   void MakeReady(uint64_t eid, Held& h);
   // A new operation id for the event: an answer to the one before is ignored from now on.

@@ -1,7 +1,12 @@
 #include "replayer/http_check.h"
 
 #include <array>
+#include <bit>
 #include <string>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace replayer {
 namespace {
@@ -21,17 +26,23 @@ bool IsControl(unsigned char c, bool tab_ok) {
 }
 
 // The first byte that is a C0 control (tab allowed when `tab_ok`) or DEL, as its position.
-// Runs on every header of every send: 16 bytes at a time without a branch per byte (the
-// compiler vectorises the inner loop), byte by byte only in the block that holds one.
+// Runs on every header of every send (a visit's token is some 300 bytes): 16 bytes at a time
+// with SSE2, which every x86-64 has; byte by byte elsewhere and for the last few bytes.
 size_t FirstControl(std::string_view s, bool tab_ok) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i k1f = _mm_set1_epi8(0x1f), k7f = _mm_set1_epi8(0x7f), ktab = _mm_set1_epi8('\t');
   for (; i + 16 <= s.size(); i += 16) {
-    unsigned any = 0;
-    for (size_t k = 0; k < 16; ++k)
-      any |= static_cast<unsigned>(p[i + k] < 0x20 || p[i + k] == 0x7f);
-    if (any != 0) break;
+    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    // x <= 0x1f (unsigned) exactly when min(x, 0x1f) == x.
+    __m128i ctl = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(x, k1f), x), _mm_cmpeq_epi8(x, k7f));
+    auto mask = static_cast<unsigned>(_mm_movemask_epi8(ctl));
+    if (mask != 0 && tab_ok)
+      mask &= ~static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, ktab)));
+    if (mask != 0) return i + static_cast<size_t>(std::countr_zero(mask));
   }
+#endif
   for (; i < s.size(); ++i)
     if (IsControl(p[i], tab_ok)) return i;
   return std::string_view::npos;

@@ -6,7 +6,7 @@ namespace replayer {
 
 std::vector<uint64_t> Lanes::TrimExcess(Lane& lane) {
   std::vector<uint64_t> out;
-  while (lane.failing && lane.ids.size() > kMaxBehindFailing + 1) {
+  while (lane.failing && lane.size() > kMaxBehindFailing + 1) {
     out.push_back(lane.ids.back());
     lane.ids.pop_back();
   }
@@ -14,46 +14,53 @@ std::vector<uint64_t> Lanes::TrimExcess(Lane& lane) {
   return out;
 }
 
-Lanes::Added Lanes::Add(const std::string& key, uint64_t id) {
+Lanes::Added Lanes::Add(const LaneKey& key, uint64_t id) {
   Added r;
   auto& lane = lanes_[key];
-  r.is_head = lane.ids.empty();
+  r.is_head = lane.size() == 0;
   lane.ids.push_back(id);
   r.overflow = TrimExcess(lane);
   return r;
 }
 
-std::optional<uint64_t> Lanes::Head(const std::string& key) const {
+std::optional<uint64_t> Lanes::Head(const LaneKey& key) const {
   auto it = lanes_.find(key);
-  if (it == lanes_.end() || it->second.ids.empty()) return std::nullopt;
-  return it->second.ids.front();
+  if (it == lanes_.end() || it->second.size() == 0) return std::nullopt;
+  return it->second.ids[it->second.head];
 }
 
-std::optional<uint64_t> Lanes::PopHead(const std::string& key) {
+std::optional<uint64_t> Lanes::PopHead(const LaneKey& key) {
   auto it = lanes_.find(key);
-  if (it == lanes_.end() || it->second.ids.empty()) return std::nullopt;
-  it->second.ids.pop_front();
-  if (it->second.failing) {
-    it->second.failing = false;  // the next head has not failed yet
+  if (it == lanes_.end() || it->second.size() == 0) return std::nullopt;
+  Lane& lane = it->second;
+  ++lane.head;
+  if (lane.failing) {
+    lane.failing = false;  // the next head has not failed yet
     --failing_;
   }
-  if (it->second.ids.empty()) {
+  if (lane.size() == 0) {
     lanes_.erase(it);
     return std::nullopt;
   }
-  return it->second.ids.front();
+  // A lane that never empties would grow for ever: drop the finished front now and then.
+  if (lane.head >= 32 && lane.head * 2 >= lane.ids.size()) {
+    lane.ids.erase(lane.ids.begin(), lane.ids.begin() + static_cast<std::ptrdiff_t>(lane.head));
+    lane.head = 0;
+  }
+  return lane.ids[lane.head];
 }
 
-void Lanes::Remove(const std::string& key, uint64_t id) {
+void Lanes::Remove(const LaneKey& key, uint64_t id) {
   auto it = lanes_.find(key);
-  if (it == lanes_.end()) return;
-  auto& ids = it->second.ids;
-  auto pos = std::find(ids.begin(), ids.end(), id);
-  if (pos == ids.end() || pos == ids.begin()) return;  // the head leaves through PopHead
-  ids.erase(pos);
+  if (it == lanes_.end() || it->second.size() == 0) return;
+  Lane& lane = it->second;
+  auto first = lane.ids.begin() + static_cast<std::ptrdiff_t>(lane.head);
+  auto pos = std::find(first, lane.ids.end(), id);
+  if (pos == lane.ids.end() || pos == first) return;  // the head leaves through PopHead
+  lane.ids.erase(pos);
 }
 
-std::vector<uint64_t> Lanes::MarkFailing(const std::string& key) {
+std::vector<uint64_t> Lanes::MarkFailing(const LaneKey& key) {
   auto it = lanes_.find(key);
   if (it == lanes_.end()) return {};
   if (!it->second.failing) {
@@ -63,19 +70,19 @@ std::vector<uint64_t> Lanes::MarkFailing(const std::string& key) {
   return TrimExcess(it->second);
 }
 
-void Lanes::ClearFailing(const std::string& key) {
+void Lanes::ClearFailing(const LaneKey& key) {
   auto it = lanes_.find(key);
   if (it == lanes_.end() || !it->second.failing) return;
   it->second.failing = false;
   --failing_;
 }
 
-size_t Lanes::waiting(const std::string& key) const {
+size_t Lanes::waiting(const LaneKey& key) const {
   auto it = lanes_.find(key);
-  return it == lanes_.end() || it->second.ids.empty() ? 0 : it->second.ids.size() - 1;
+  return it == lanes_.end() || it->second.size() == 0 ? 0 : it->second.size() - 1;
 }
 
-bool Lanes::failing(const std::string& key) const {
+bool Lanes::failing(const LaneKey& key) const {
   auto it = lanes_.find(key);
   return it != lanes_.end() && it->second.failing;
 }

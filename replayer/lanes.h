@@ -8,11 +8,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "replayer/lane_key.h"
 
 namespace replayer {
 
@@ -24,33 +25,38 @@ class Lanes {
     bool is_head = false;            // the lane was empty: the event can be sent now
     std::vector<uint64_t> overflow;  // to dead-letter (may include the event just added)
   };
-  Added Add(const std::string& lane, uint64_t id);
+  Added Add(const LaneKey& lane, uint64_t id);
 
-  std::optional<uint64_t> Head(const std::string& lane) const;
+  std::optional<uint64_t> Head(const LaneKey& lane) const;
   // The head is finished (stored, dead-lettered, skipped): returns the next head, if any.
-  std::optional<uint64_t> PopHead(const std::string& lane);
+  std::optional<uint64_t> PopHead(const LaneKey& lane);
   // Removes a waiting (non-head) event.
-  void Remove(const std::string& lane, uint64_t id);
+  void Remove(const LaneKey& lane, uint64_t id);
 
   // The head's failure counted: from now on the cap applies; returns the excess to dead-letter.
-  std::vector<uint64_t> MarkFailing(const std::string& lane);
+  std::vector<uint64_t> MarkFailing(const LaneKey& lane);
   // The head's last failure did not count (an outage, a write fault): the cap no longer applies,
   // since no event is to blame for the wait.
-  void ClearFailing(const std::string& lane);
+  void ClearFailing(const LaneKey& lane);
 
   size_t lanes() const { return lanes_.size(); }
   size_t blocked() const { return failing_; }
-  size_t waiting(const std::string& lane) const;  // behind the head
-  bool failing(const std::string& lane) const;
+  size_t waiting(const LaneKey& lane) const;  // behind the head
+  bool failing(const LaneKey& lane) const;
 
  private:
+  // ids[head..] are the lane's events, ids[head] the head. A vector, not a deque: most lanes
+  // hold one or two events and live for moments, and libstdc++'s deque allocates a 512-byte
+  // block and its map for the first one.
   struct Lane {
-    std::deque<uint64_t> ids;  // front = head
+    std::vector<uint64_t> ids;
+    size_t head = 0;
     bool failing = false;
+    size_t size() const { return ids.size() - head; }
   };
   std::vector<uint64_t> TrimExcess(Lane& lane);
 
-  std::unordered_map<std::string, Lane> lanes_;
+  std::unordered_map<LaneKey, Lane, LaneKey::Hash> lanes_;
   size_t failing_ = 0;
 };
 

@@ -7,14 +7,14 @@
 
 namespace replayer {
 
-const VisitState* VisitStates::Find(const std::string& lane, TimePoint now) {
+const VisitState* VisitStates::Find(const LaneKey& lane, TimePoint now) {
   auto it = entries_.find(lane);
   if (it == entries_.end()) return nullptr;
   it->second.used = now;
   return &it->second.state;
 }
 
-bool VisitStates::Set(const std::string& lane, VisitState state, TimePoint now) {
+bool VisitStates::Set(const LaneKey& lane, VisitState state, TimePoint now) {
   auto& e = entries_[lane];
   e.used = now;
   if (e.state.token == state.token && e.state.start_ms == state.start_ms) return false;

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "replayer/lane_key.h"
+
 namespace replayer {
 
 struct VisitState {
@@ -32,9 +34,9 @@ class VisitStates {
   explicit VisitStates(std::chrono::milliseconds idle = std::chrono::minutes(10)) : idle_(idle) {}
 
   // nullptr: not known here (read the KV bucket first).
-  const VisitState* Find(const std::string& lane, TimePoint now);
+  const VisitState* Find(const LaneKey& lane, TimePoint now);
   // Returns true when the stored value changed (the caller writes it to the KV bucket).
-  bool Set(const std::string& lane, VisitState state, TimePoint now);
+  bool Set(const LaneKey& lane, VisitState state, TimePoint now);
   // Drops entries idle longer than `idle`; returns how many are left.
   size_t Sweep(TimePoint now);
   size_t size() const { return entries_.size(); }
@@ -54,7 +56,7 @@ class VisitStates {
     TimePoint used;
   };
   std::chrono::milliseconds idle_;
-  std::unordered_map<std::string, Entry> entries_;
+  std::unordered_map<LaneKey, Entry, LaneKey::Hash> entries_;
 };
 
 // The KV key of a visitor's state: <site>.<visitor>, each made KV-safe.
