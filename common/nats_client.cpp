@@ -295,6 +295,15 @@ Status NatsClient::Flush(int64_t timeout_ms) {
   return s == NATS_OK ? Status::Ok() : Status(NatsError(s, "flush"));
 }
 
+void DestroySubscription(NatsClient& client, natsSubscription* sub, bool quiesce, int64_t wait_ms) {
+  if (sub == nullptr) return;
+  natsSubscription_Unsubscribe(sub);
+  // A failed flush (no connection) is no reason to keep the subscription: without a connection
+  // the read loop delivers nothing, and the window the flush closes is a few instructions wide.
+  if (quiesce) (void)natsConnection_FlushTimeout(client.conn(), wait_ms);
+  natsSubscription_Destroy(sub);
+}
+
 std::string NatsClient::ConnectedUrl() const {
   char buf[256] = {0};
   if (conn_ == nullptr || natsConnection_GetConnectedUrl(conn_, buf, sizeof(buf)) != NATS_OK) {

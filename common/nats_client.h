@@ -26,6 +26,7 @@
 
 typedef struct __natsConnection natsConnection;
 typedef struct __jsCtx jsCtx;
+typedef struct __natsSubscription natsSubscription;
 
 namespace common {
 
@@ -101,6 +102,15 @@ class NatsStopGuard {
   StopFlag done_;
   std::thread thread_;
 };
+
+// Unsubscribes and destroys `sub`, a subscription of `client`'s connection. When messages may
+// still reach it (a push consumer's deliveries, a reply that came late), pass `quiesce`: a PING
+// round trip (at most `wait_ms`) after the unsubscribe lets the read loop finish with whatever
+// the server sent before it. Why: nats.c 3.4 (Debian 12's) crashes its read loop when a
+// subscription is destroyed while a message for it is being delivered (nats.c issue 637, fixed
+// in 3.6); a dlq list under ASan hit it. Any thread; `sub` is gone afterwards.
+void DestroySubscription(NatsClient& client, natsSubscription* sub, bool quiesce,
+                         int64_t wait_ms = 2000);
 
 // Calls nats_Close() at scope exit so leak checkers see nats.c's globals released.
 class NatsLibraryGuard {

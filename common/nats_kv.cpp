@@ -46,13 +46,6 @@ Result<std::optional<KvValue>> KvBucket::Get(const std::string& key) {
 
 namespace {
 
-struct SubDeleter {
-  void operator()(natsSubscription* s) const {
-    natsSubscription_Unsubscribe(s);
-    natsSubscription_Destroy(s);
-  }
-};
-
 // The answer to a direct get of a key's last value, as Get() would give it.
 Result<std::optional<KvValue>> DirectGetAnswer(natsMsg* m, const std::string& what) {
   const char* status = nullptr;
@@ -99,7 +92,6 @@ std::vector<Result<std::optional<KvValue>>> KvBucket::GetMany(
     std::fill(out.begin(), out.end(), NatsError(s, what));
     return out;
   }
-  std::unique_ptr<natsSubscription, SubDeleter> sub(raw_sub);
   std::string api = "$JS.API.DIRECT.GET.KV_" + name_ + ".$KV." + name_ + ".";
   for (size_t i = 0; i < keys.size(); ++i) {
     s = natsConnection_PublishRequest(client_->conn(), (api + keys[i]).c_str(),
@@ -116,7 +108,7 @@ std::vector<Result<std::optional<KvValue>>> KvBucket::GetMany(
                     .count();
     if (wait <= 0) break;
     natsMsg* m = nullptr;
-    if (natsSubscription_NextMsg(&m, sub.get(), wait) != NATS_OK) break;
+    if (natsSubscription_NextMsg(&m, raw_sub, wait) != NATS_OK) break;
     const char* subject = natsMsg_GetSubject(m);
     size_t i = std::strtoull(subject + prefix.size(), nullptr, 10);
     if (i < keys.size() && !answered[i]) {
@@ -126,6 +118,8 @@ std::vector<Result<std::optional<KvValue>>> KvBucket::GetMany(
     }
     natsMsg_Destroy(m);
   }
+  // An answer still missing may arrive while the subscription goes away: let it land first.
+  DestroySubscription(*client_, raw_sub, /*quiesce=*/left > 0);
   return out;
 }
 

@@ -25,11 +25,20 @@ using nats_admin::Patience;
 struct MsgDeleter {
   void operator()(natsMsg* m) const { natsMsg_Destroy(m); }
 };
-struct SubDeleter {
-  void operator()(natsSubscription* s) const {
-    natsSubscription_Unsubscribe(s);
-    natsSubscription_Destroy(s);
-  }
+// Every server may answer a request (those without the message say "not available"), so a
+// reply can be on its way when we are done: the subscription goes only after a quiesce.
+class ReplySubscription {
+ public:
+  explicit ReplySubscription(NatsClient& client) : client_(client) {}
+  ~ReplySubscription() { DestroySubscription(client_, sub_, /*quiesce=*/true); }
+  ReplySubscription(const ReplySubscription&) = delete;
+  ReplySubscription& operator=(const ReplySubscription&) = delete;
+  natsSubscription** out() { return &sub_; }
+  natsSubscription* get() const { return sub_; }
+
+ private:
+  NatsClient& client_;
+  natsSubscription* sub_ = nullptr;
 };
 
 // Requests to one subject sent together on one reply subscription; answer i (its body) when
@@ -48,9 +57,8 @@ Answers RequestAll(NatsClient& client, const std::string& subject,
     out.error = inbox.error();
     return out;
   }
-  natsSubscription* raw = nullptr;
-  natsStatus s = natsConnection_SubscribeSync(&raw, client.conn(), (*inbox + ".*").c_str());
-  std::unique_ptr<natsSubscription, SubDeleter> sub(raw);
+  ReplySubscription sub(client);
+  natsStatus s = natsConnection_SubscribeSync(sub.out(), client.conn(), (*inbox + ".*").c_str());
   if (s != NATS_OK) {
     out.error = NatsError(s, subject + ": reply subscription");
     return out;

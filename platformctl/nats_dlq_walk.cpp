@@ -146,8 +146,8 @@ Status StreamBrowser::Start() {
 
 void StreamBrowser::Stop(Millis patience_limit) {
   if (sub_ != nullptr) {
-    natsSubscription_Unsubscribe(sub_);
-    natsSubscription_Destroy(sub_);
+    // The push consumer may be delivering right now: quiesce before the subscription goes.
+    DestroySubscription(*client_, sub_, /*quiesce=*/true);
     sub_ = nullptr;
   }
   if (consumer_.empty()) return;
