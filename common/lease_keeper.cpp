@@ -10,7 +10,9 @@ namespace common {
 
 namespace {
 constexpr std::chrono::milliseconds kIdle{100};
-}
+// How long lease creates may fail without an answer before it is logged (NoteCreateFailure).
+constexpr std::chrono::seconds kQuietFor{30};
+}  // namespace
 
 LeaseKeeper::LeaseKeeper(NatsClient& nats, std::string key, LeaseHolder self,
                          metrics::Registry& registry)
@@ -105,6 +107,27 @@ void LeaseKeeper::Apply(LeaseDecision::Change change) {
   }
 }
 
+void LeaseKeeper::NoteCreateFailure(const Error& e, LeaseClock::time_point now) {
+  // Refused because another holder's lease is there: a follower's normal state, not logged.
+  // Any other failure (no answer, no responders) means the bucket cannot be reached through
+  // this connection: an instance that silently never leads looks like a healthy follower, so
+  // past kQuietFor it says so, once a minute.
+  if (e.kind == ErrorKind::kPermanent) {
+    create_failing_since_ = {};
+    return;
+  }
+  spdlog::debug("lease: create failed: {}", e.message);
+  if (create_failing_since_ == LeaseClock::time_point{}) create_failing_since_ = now;
+  auto failing = std::chrono::duration_cast<std::chrono::seconds>(now - create_failing_since_);
+  int64_t left_out = 0;
+  if (failing >= kQuietFor && create_warn_.Allow(now, &left_out)) {
+    spdlog::warn(
+        "lease {}: cannot take it: the KV bucket {} has not answered a create for {} s ({}); "
+        "this instance does not consume until it does{}",
+        key_, topology::kLocksBucket, failing.count(), e.message, LeftOut(left_out));
+  }
+}
+
 void LeaseKeeper::Loop() {
   std::unique_lock lock(mu_);
   while (!stop_) {
@@ -141,7 +164,14 @@ void LeaseKeeper::Loop() {
     }
     auto action = decision_.Next(now);
     Apply(decision_.TakeChange());
-    if (action.op == LeaseDecision::Op::kCreate) {
+    if (action.op == LeaseDecision::Op::kCreate && !nats_.Connected()) {
+      // Not even tried: nats.c would keep the request and send it on reconnect, after this
+      // thread stopped waiting for its answer, and the server would then give the lease to
+      // this instance without its knowing: nobody would consume for a whole TTL (measured:
+      // 15 s after every reconnect). The time without answers restarts with the connection.
+      create_failing_since_ = {};
+      decision_.OnCreateRefused(now);
+    } else if (action.op == LeaseDecision::Op::kCreate) {
       LeaseHolder h = self_;
       h.acquired_unix_ms = NowUnixNs() / 1'000'000;
       std::string value = h.ToJson();
@@ -149,13 +179,12 @@ void LeaseKeeper::Loop() {
       auto r = bucket_->Create(key_, value);
       lock.lock();
       if (r) {
+        create_failing_since_ = {};
         self_ = h;  // renewals keep this acquisition time
         decision_.OnCreated(now, *r);
         if (term_) term_->ExtendDeadline(decision_.valid_until());
       } else {
-        if (r.error().kind != ErrorKind::kPermanent) {
-          spdlog::debug("lease: create failed: {}", r.error().message);
-        }
+        NoteCreateFailure(r.error(), LeaseClock::now());
         decision_.OnCreateRefused(LeaseClock::now());
       }
     } else if (action.op == LeaseDecision::Op::kRenew) {

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/lease.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/nats_client.h"
 #include "common/nats_kv.h"
@@ -46,7 +47,8 @@ class LeaseKeeper {
 
  private:
   void Loop();
-  void Apply(LeaseDecision::Change change);  // mu_ held
+  void Apply(LeaseDecision::Change change);                            // mu_ held
+  void NoteCreateFailure(const Error& e, LeaseClock::time_point now);  // mu_ held
 
   NatsClient& nats_;
   const std::string key_;
@@ -59,7 +61,9 @@ class LeaseKeeper {
   LeaseDecision decision_;
   StopFlag* term_ = nullptr;
   bool stop_ = false;
-  std::unique_ptr<KvBucket> bucket_;  // keeper thread only
+  std::unique_ptr<KvBucket> bucket_;               // keeper thread only
+  LeaseClock::time_point create_failing_since_{};  // creates unanswered since; {} = answered
+  LogLimiter create_warn_{1, std::chrono::minutes(1)};
   std::thread thread_;
 };
 

@@ -86,4 +86,9 @@ bool LogLimiter::Allow(std::chrono::steady_clock::time_point now, int64_t* suppr
   return false;
 }
 
+std::string LeftOut(int64_t suppressed) {
+  if (suppressed <= 0) return "";
+  return " (" + std::to_string(suppressed) + " more like it not logged)";
+}
+
 }  // namespace common

@@ -35,4 +35,7 @@ class LogLimiter {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// The tail of a limited line: "" when nothing was left out, else " (N more like it not logged)".
+std::string LeftOut(int64_t suppressed);
+
 }  // namespace common

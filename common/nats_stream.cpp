@@ -163,6 +163,7 @@ Result<std::unique_ptr<PullConsumer>> PullConsumer::Bind(NatsClient& client,
   jsOptions jo = Wait(client);
   std::unique_ptr<PullConsumer> c(new PullConsumer());
   c->what_ = "consumer " + spec.durable + " on " + spec.stream;
+  c->client_ = &client;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s = js_PullSubscribe(&c->sub_, client.js(), spec.filter_subject.c_str(),
                                   spec.durable.c_str(), &jo, &so, &jerr);
@@ -217,9 +218,16 @@ size_t PullConsumer::TakeHeld(std::vector<Message>* out, int max, int64_t max_by
   return taken;
 }
 
+Status PullConsumer::RefuseWhileDisconnected() const {
+  if (client_->Connected()) return Status::Ok();
+  return Error::Retryable("fetch from " + what_ +
+                          ": not connected to NATS (no pull request is queued meanwhile)");
+}
+
 Result<std::vector<Message>> PullConsumer::Fetch(int batch, Millis timeout) {
   std::vector<Message> out;
   if (TakeHeld(&out, batch, 0) > 0) return out;  // see TakeHeld: never with a request
+  if (auto st = RefuseWhileDisconnected(); !st) return st.error();
   natsMsgList list{};
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s = natsSubscription_Fetch(&list, sub_, batch, timeout.count(), &jerr);
@@ -246,6 +254,7 @@ Result<Fetched> PullConsumer::Fetch(int batch, int64_t max_bytes, Millis timeout
   while (true) {
     // What nats.c already holds goes out first, alone (TakeHeld), and counts against max_bytes.
     if (TakeHeld(&out.messages, batch, max_bytes) > 0) return out;
+    if (auto st = RefuseWhileDisconnected(); !st) return st.error();
     jsFetchRequest req;
     jsFetchRequest_Init(&req);
     req.Batch = batch;

@@ -16,6 +16,9 @@ namespace replayer {
 namespace {
 
 constexpr milliseconds kMaxWait{100};  // the longest the engine thread waits in one poll
+// Finished messages wait for at most this many, or this long, before they are freed (Run()).
+constexpr size_t kFreeBatch = 256;
+constexpr milliseconds kFreeEvery{50};
 
 CoreConfig CoreConfigOf(const ReplayerConfig& c) {
   CoreConfig k;
@@ -110,7 +113,7 @@ common::Status Engine::Start() {
   auto publisher =
       common::AsyncPublisher::Create(*s.acks_nats, [this](uint64_t tag, const common::Status& st) {
         if (tag == 0) {
-          if (!st) spdlog::warn("visit state not saved: {}", st.error().message);
+          if (!st) s_->WarnVisitNotSaved(st.error().message);
           return;
         }
         s_->inbox.Put(PubDone{tag, OutcomeOf(st)});
@@ -157,10 +160,14 @@ void Engine::Run(common::StopFlag& stop) {
       last_gauges = now;
     }
     if (s.core.Done()) break;
-    // What this turn finished is freed together: nats.c hands each freed message to its
-    // collector thread and wakes that thread whenever it sleeps, so one free after every
-    // input paid for a wake-up nearly each time (natsGC_collect: 6-9 % of the CPU in perf).
-    s.freed.clear();
+    // Finished messages are freed in batches: nats.c hands each freed message to its
+    // collector thread and wakes that thread whenever it sleeps, and a wake-up paid once per
+    // turn of this loop (a few events each) was still 4-5 % of this thread in perf: the
+    // signal, and the collector's lock contended while it empties the list.
+    if (s.freed.size() >= kFreeBatch || (!s.freed.empty() && now - s.last_free >= kFreeEvery)) {
+      s.freed.clear();
+      s.last_free = now;
+    }
     auto wait = std::chrono::duration_cast<milliseconds>(s.wake_at - Clock::now());
     wait = std::clamp(wait, milliseconds(0), kMaxWait);
     s.responses.clear();
@@ -237,7 +244,7 @@ void Engine::State::Execute() {
   }
   if (!job.guards.empty() || !job.visits.empty()) workers->LookUp(std::move(job));
   for (const auto& n : out.notes) Observe(n);
-  // Finished messages wait in `freed` for the end of the engine loop's turn (Run()).
+  // Finished messages wait in `freed` to be freed in a batch (Run()).
 }
 
 void Engine::State::ExecuteCommand(Command& c) {
@@ -327,12 +334,22 @@ void Engine::State::ExecuteCommand(Command& c) {
 void Engine::State::Publish(const common::OutMessage& msg, uint64_t tag) {
   if (auto st = publisher->Publish(msg, tag); !st) {
     if (tag == 0) {
-      spdlog::warn("visit state not saved: {}", st.error().message);
+      WarnVisitNotSaved(st.error().message);
     } else {
       failed_now.push_back({tag, OutcomeOf(st)});
       http.Wakeup();
     }
   }
+}
+
+void Engine::State::WarnVisitNotSaved(const std::string& why) {
+  std::lock_guard lock(visit_warn_mu);
+  int64_t left_out = 0;
+  if (!visit_warn.Allow(Clock::now(), &left_out)) return;
+  spdlog::warn(
+      "visit state not saved to KV (kept in memory; after a restart or a change of leader that "
+      "visitor's next event begins a new visit): {}{}",
+      why, common::LeftOut(left_out));
 }
 
 void Engine::State::UpdateGauges() {

@@ -30,9 +30,9 @@ void Engine::State::Observe(const Note& n) {
       if (n.status > 0) m.redeliveries_received.Inc(n.status);
       break;
     case Note::Kind::kFetchFailed:
-      if (now - last_fetch_warn > milliseconds(10'000)) {
-        spdlog::warn("fetch from WEB_EVENTS failed (retrying): {}", n.text);
-        last_fetch_warn = now;
+      if (int64_t left_out = 0; fetch_warn.Allow(now, &left_out)) {
+        spdlog::warn("fetch from WEB_EVENTS failed (retrying): {}{}", n.text,
+                     common::LeftOut(left_out));
       }
       break;
     case Note::Kind::kStored: {
@@ -130,12 +130,14 @@ void Engine::State::Observe(const Note& n) {
       }
       break;
     case Note::Kind::kGuardFailed:
-      spdlog::warn("duplicate guard record for seq {} failed, writing it again: {}", n.seq, n.text);
+      if (int64_t left_out = 0; guard_warn.Allow(now, &left_out)) {
+        spdlog::warn("duplicate guard record for seq {} failed, writing it again: {}{}", n.seq,
+                     n.text, common::LeftOut(left_out));
+      }
       break;
     case Note::Kind::kLookupFailed:
-      if (now - last_lookup_warn > milliseconds(10'000)) {
-        spdlog::warn("{} (seq {})", n.text, n.seq);
-        last_lookup_warn = now;
+      if (int64_t left_out = 0; lookup_warn.Allow(now, &left_out)) {
+        spdlog::warn("{} (seq {}){}", n.text, n.seq, common::LeftOut(left_out));
       }
       break;
     case Note::Kind::kDlqPublishFailed:

@@ -8,8 +8,10 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 
+#include "common/log.h"
 #include "common/nats_async.h"
 #include "common/nats_kv.h"
 #include "common/nats_stream.h"
@@ -49,13 +51,19 @@ struct Engine::State {
 
   std::unordered_map<Ref, common::Message> messages;
   Output out;
-  std::vector<common::Message> freed;  // released together, once per turn of Run()
-  std::vector<HttpResponse> responses;
-  Inbox::Batch inbox_batch;  // what DrainInbox() took; kept for its capacity  // what one Poll()
-                             // finished; kept for its capacity
+  std::vector<common::Message> freed;  // released together, in batches (Run())
+  TimePoint last_free{};
+  std::vector<HttpResponse> responses;  // what one Poll() finished; kept for its capacity
+  Inbox::Batch inbox_batch;             // what DrainInbox() took; kept for its capacity
   TimePoint wake_at{};
   std::vector<PubDone> failed_now;  // publishes refused before they left: fed back next turn
-  TimePoint last_fetch_warn{}, last_lookup_warn{};
+  // Warnings that repeat for every message while NATS is away (hundreds a second): the first
+  // few, then one per 10 s that counts the rest.
+  common::LogLimiter fetch_warn{1, milliseconds(10'000)}, lookup_warn{1, milliseconds(10'000)};
+  common::LogLimiter guard_warn{3, milliseconds(10'000)};
+  std::mutex visit_warn_mu;  // the publisher's completions log from a nats.c thread
+  common::LogLimiter visit_warn{3, milliseconds(10'000)};
+  void WarnVisitNotSaved(const std::string& why);
 
   // engine.cpp
   void Execute();

@@ -124,12 +124,48 @@ bool ClusterFixture::WaitDrained(const std::string& stream, int timeout_ms) {
   if (testsupport::WaitFor([&] { return drained(Read(stream)); }, timeout_ms)) return true;
   auto r = Read(stream);
   std::string state = stream + " holds " + std::to_string(r.messages);
+  auto ago = [&](int64_t ns) {
+    return ns <= 0 ? std::string("never")
+                   : std::to_string((r.read_at_ns - ns) / 1'000'000'000) + " s ago";
+  };
+  // Enough to tell a consumer nobody pulls from (no waiting pulls, nothing delivered lately)
+  // from one whose deliveries are never acked.
   for (const auto& c : r.consumers) {
     state += "; consumer " + c.name + " pending " + std::to_string(c.pending) + " unacked " +
-             std::to_string(c.unacked);
+             std::to_string(c.unacked) + " (redelivered " + std::to_string(c.redelivered) +
+             "), waiting pulls " + std::to_string(c.waiting_pulls) + ", last delivery " +
+             ago(c.last_delivered_ns) + ", last ack " + ago(c.last_acked_ns);
   }
-  WARN("not drained: " << state << "\n" << Logs());
+  WARN("not drained: " << state << "\n" << ServiceState() << Logs());
   return false;
+}
+
+std::string ClusterFixture::ServiceState() {
+  std::string out;
+  auto add = [&](const Service& s, const char* name, std::initializer_list<const char*> metrics) {
+    if (!s.proc) return;
+    std::string text = testsupport::Scrape(s.port);
+    out += std::string(name) + (s.Running() ? " (running):" : " (exited):");
+    for (const char* m : metrics) {
+      out += " " + std::string(m) + "=" +
+             std::to_string(static_cast<int64_t>(testsupport::MetricSum(text, m, "")));
+    }
+    out += "\n";
+  };
+  add(replayer, "replayer",
+      {"replayer_leader", "replayer_nats_connected", "replayer_held_messages",
+       "replayer_sends_in_flight", "replayer_messages_fetched_total",
+       "replayer_events_stored_total", "replayer_duplicates_skipped_total",
+       "replayer_umami_process_up"});
+  add(writer, "metricswriter", {"metricswriter_leader", "metricswriter_batches_stored_total"});
+  out += "routes: " + testsupport::RouteMap(stack) + "\nleaders:";
+  for (const testsupport::RaftAsset& a :
+       {testsupport::RaftAsset{"WEB_EVENTS", ""}, testsupport::RaftAsset{"WEB_EVENTS", "replayer"},
+        testsupport::RaftAsset{"KV_locks", ""}, testsupport::RaftAsset{"KV_replayer_stored", ""},
+        testsupport::RaftAsset{"KV_visit_state", ""}}) {
+    out += " " + a.Name() + "=nats-" + std::to_string(testsupport::LeaderOf(*client, a));
+  }
+  return out + "\n";
 }
 
 bool ClusterFixture::WaitSettled(int timeout_ms) {
@@ -200,7 +236,8 @@ std::string ClusterFixture::Logs() const {
   std::string out;
   for (const auto* s : {&replayer, &writer}) {
     if (s->log.empty()) continue;
-    out += "---- " + s->log + "\n" + Capture("tail -n 30 " + s->log);
+    out += "---- " + s->log + " (lines that differ only in numbers collapsed)\n" +
+           testsupport::CollapsedTail(s->log, 40);
   }
   for (int j = 1; j <= stack.nats_nodes(); ++j) {
     std::string log = stack.dir() + "/" + stack.NatsNode(j) + ".log";

@@ -71,6 +71,9 @@ class ClusterFixture {
 
   // The tails of the services' logs and the NATS nodes' logs, for failure messages.
   std::string Logs() const;
+  // For a failure's report: the services' key gauges and counters (a line each), each NATS
+  // node's routes and the nodes leading the streams and buckets the services use.
+  std::string ServiceState();
 
   testsupport::TestStack stack;
   std::unique_ptr<common::NatsClient> client;  // the test's own connection (every node)

@@ -230,10 +230,11 @@ phase_failover() {
     die "no metricswriter leads before the drill"
   rl=$(leader_of replayer) || die "the replayer's leader changed while read"
   ml=$(leader_of metricswriter) || die "the metricswriter's leader changed while read"
-  rc=$(cid "cwtest-core-$rl" replayer)
-  mc=$(cid "cwtest-core-$ml" metricswriter)
-  rr0=$(restarts_of "$rc")
-  mr0=$(restarts_of "$mc")
+  rc=$(cid "cwtest-core-$rl" replayer) && [[ -n $rc ]] || die "no replayer container on core-$rl"
+  mc=$(cid "cwtest-core-$ml" metricswriter) && [[ -n $mc ]] ||
+    die "no metricswriter container on core-$ml"
+  rr0=$(restarts_of "$rc") || die "podman inspect of the replayer of core-$rl failed"
+  mr0=$(restarts_of "$mc") || die "podman inspect of the metricswriter of core-$ml failed"
   load b 2000 200 40 &
   load_pids+=($!)
   local load_pid=$!
@@ -277,8 +278,8 @@ phase_nats_kill() {
   local node c r0
   wait_until 60 "every stream has a leader before phase c" streams_led || die "a stream has no leader before phase c"
   node=$(stream_leader WEB_EVENTS) || die "the leader of WEB_EVENTS could not be read"
-  c=$(cid "cwtest-nats-$node" nats)
-  r0=$(restarts_of "$c")
+  c=$(cid "cwtest-nats-$node" nats) && [[ -n $c ]] || die "no container for nats-$node"
+  r0=$(restarts_of "$c") || die "podman inspect of nats-$node failed"
   load c 1000 100 30 &
   load_pids+=($!)
   local load_pid=$!

@@ -3,6 +3,7 @@
 #include <nats/nats.h>
 
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
@@ -92,6 +93,30 @@ int LeaderOf(common::NatsClient& client, const RaftAsset& asset) {
   }
   std::unique_ptr<jsConsumerInfo, ConsumerInfoDeleter> ci(raw);
   return NodeOfServer(LeaderName(ci->Cluster));
+}
+
+std::string RouteMap(const TestStack& stack) {
+  // nats-server 2.9's /routez names a route's far end by server id only: /varz maps ids.
+  std::map<std::string, std::string> names;
+  for (int node = 1; node <= stack.nats_nodes(); ++node) {
+    auto varz = MonitorJson(stack.NatsMonitorUrl(node) + "/varz");
+    if (varz.is_object()) names[varz.value("server_id", "")] = varz.value("server_name", "");
+  }
+  std::string out;
+  for (int node = 1; node <= stack.nats_nodes(); ++node) {
+    out += (out.empty() ? "" : "; ") + std::string("nats-") + std::to_string(node) + " ->";
+    auto routez = MonitorJson(stack.NatsMonitorUrl(node) + "/routez");
+    if (!routez.is_object() || !routez["routes"].is_array()) {
+      out += " (no answer)";
+      continue;
+    }
+    if (routez["routes"].empty()) out += " (none)";
+    for (const auto& r : routez["routes"]) {
+      auto it = names.find(r.value("remote_id", ""));
+      out += " " + (it != names.end() ? it->second : r.value("remote_id", "?"));
+    }
+  }
+  return out;
 }
 
 int MetaLeader(const TestStack& stack, int ask) {

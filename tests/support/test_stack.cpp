@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -37,6 +39,45 @@ std::string Capture(const std::string& command, int* rc) {
   while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
   int status = pclose(p);
   if (rc != nullptr) *rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return out;
+}
+
+std::string CollapsedTail(const std::string& path, size_t groups) {
+  std::ifstream in(path);
+  if (!in) return "(cannot read " + path + ")\n";
+  struct Run {
+    std::string first, last;
+    size_t more = 0;
+  };
+  // The text after the time stamp, its digits dropped.
+  auto key = [](const std::string& line) {
+    std::string k;
+    for (char c : line.substr(std::min(line.size(), line.find(' ')))) {
+      if (c < '0' || c > '9') k += c;
+    }
+    return k;
+  };
+  std::deque<Run> runs;
+  std::string last_key, line;
+  while (std::getline(in, line)) {
+    std::string k = key(line);
+    if (!runs.empty() && k == last_key) {
+      ++runs.back().more;
+      runs.back().last = line;
+      continue;
+    }
+    runs.push_back({line, "", 0});
+    last_key = std::move(k);
+    if (runs.size() > groups) runs.pop_front();
+  }
+  std::string out;
+  for (const auto& r : runs) {
+    out += r.first + "\n";
+    if (r.more > 0) {
+      out += "  [... " + std::to_string(r.more) +
+             " more like it, the last: " + r.last.substr(0, r.last.find(' ')) + "]\n";
+    }
+  }
   return out;
 }
 

@@ -26,3 +26,9 @@ TEST_CASE("a repeated event is logged the first times, then once per period", "[
   CHECK(limit.Allow(t + seconds(70), &suppressed));
   CHECK(suppressed == 0);
 }
+
+TEST_CASE("a limited line says how many were left out, and nothing when none were", "[log]") {
+  CHECK(common::LeftOut(0).empty());
+  CHECK(common::LeftOut(-1).empty());
+  CHECK(common::LeftOut(382) == " (382 more like it not logged)");
+}
