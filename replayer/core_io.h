@@ -81,10 +81,14 @@ struct VisitLookupCmd {
   std::string lane;
   std::string key;
 };
+// POST /api/send, or with `batch` POST /api/batch (Umami 3.x): one visitor's consecutive events
+// as a JSON array, all under the first one's headers.
 struct SendCmd {
   uint64_t send_id = 0;  // answer with OnSendAnswer(send_id, ...)
   int process = 0;
   uint64_t stream_seq = 0;  // for logs and the simulator; the body is complete
+  bool batch = false;
+  std::vector<uint64_t> batch_seqs;  // with `batch`: every event's sequence, in the body's order
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
   milliseconds timeout{0};
@@ -155,7 +159,7 @@ struct Note {
     kDroppedByUmami,     // seq: a bot, nothing stored
     kDuplicateSkipped,   // seq: stored before; acked without a send
     kDeadLettered,       // seq, subject, code, text: reason, detail: Umami's last answer
-    kSendDone,           // process, seconds
+    kSendDone,           // process, seconds, count: events in it (a batch: more than 1)
     kSendFailed,         // process, status, seq, text: answer excerpt
     kSendStuck,          // process, seq, first: no answer by the send timeout plus a grace
     kOutageRetried,      // process, seq
@@ -173,6 +177,7 @@ struct Note {
     kDlqPublishFailed,   // seq, code: too_large | unavailable, text, first: first of its cause
     kRedeliveryAdopted,  // seq: a message held here was delivered again
     kReleased,           // count: messages handed back (nak) or left (forget) at the end
+    kBatchRoute,         // process, status: 1 /api/batch is there, 0 it is not; text: why
   };
   Kind kind = Kind::kFetched;
   int process = -1;

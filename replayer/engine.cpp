@@ -32,6 +32,7 @@ CoreConfig CoreConfigOf(const ReplayerConfig& c) {
   k.ack_wait = c.ack_wait;
   k.send_timeout = c.send_timeout;
   k.check_cache = c.check_cache;
+  k.batch_max = c.batch_max;
   return k;
 }
 
@@ -62,6 +63,7 @@ ReplayerConfig ReadReplayerConfig(common::ConfigReader& r) {
       r.Duration("REPLAYER_ACK_WAIT", c.ack_wait, common::Millis(3000), common::Millis(600'000));
   c.send_timeout = r.Duration("REPLAYER_SEND_TIMEOUT", c.send_timeout, common::Millis(100),
                               common::Millis(120'000));
+  c.batch_max = static_cast<int>(r.Int("REPLAYER_BATCH_MAX", c.batch_max, 0, 500));
   return c;
 }
 
@@ -69,6 +71,7 @@ Engine::State::State(common::NatsClient& n, ReplayerConfig c, ReplayerMetrics& m
     : nats(n), cfg(std::move(c)), m(mm), core(CoreConfigOf(cfg)) {
   for (const auto& url : cfg.umami_urls) {
     send_urls.push_back(url + "/api/send");
+    batch_urls.push_back(url + "/api/batch");
     send_seconds.push_back(&m.send_seconds.With({url}));
   }
 }
@@ -256,7 +259,7 @@ void Engine::State::ExecuteCommand(Command& c) {
         } else if constexpr (std::is_same_v<T, SendCmd>) {
           HttpRequest r;
           r.tag = cmd.send_id;
-          r.url = send_urls[cmd.process];
+          r.url = cmd.batch ? batch_urls[cmd.process] : send_urls[cmd.process];
           r.post = true;
           r.body = std::move(cmd.body);
           r.headers = std::move(cmd.headers);

@@ -37,6 +37,7 @@ struct ReplayerConfig {
   common::Millis send_timeout{30'000};
   common::Millis check_cache{3'000};
   int fetch_batch = 100;
+  int batch_max = 20;  // events of one visitor in one POST /api/batch; 0: /api/send only
 };
 
 ReplayerConfig ReadReplayerConfig(common::ConfigReader& r);

@@ -315,6 +315,7 @@ void EngineCore::State::Fire(uint64_t eid, Held& h, TimePoint now) {
       n.first = !p.send_stuck_noted;
       p.send_stuck_noted = true;
       EndSend(h);
+      Unbatch(h);  // the head's failure; the events behind it wait again, uncharged
       h.last_answer = "no answer: the HTTP client gave none within the send timeout";
       OnFailed(eid, h, now);
       break;
@@ -439,7 +440,8 @@ void EngineCore::State::MaybeRelease(TimePoint now) {
       // A send still unanswered may yet be stored: its event comes back only once that send
       // would have timed out, so the next process does not send it while Umami still works on
       // it.
-      Emit(NakCmd{h.ref, h.stage == Stage::kSending ? cfg.send_timeout : milliseconds(0)});
+      bool sent = h.stage == Stage::kSending || h.stage == Stage::kBatched;
+      Emit(NakCmd{h.ref, sent ? cfg.send_timeout : milliseconds(0)});
     }
     ++released;
   }
@@ -459,9 +461,11 @@ void EngineCore::State::MaybeRelease(TimePoint now) {
 
 std::string EngineCore::Summary() const {
   const auto& s = *s_;
-  static const char* kNames[] = {"looking-up", "waiting",   "ready",          "sending", "checking",
-                                 "backoff",    "finishing", "dead-lettering", "dlq-wait"};
-  int per[9] = {0};
+  static const char* kNames[] = {"looking-up", "waiting", "ready",     "sending",
+                                 "checking",   "backoff", "finishing", "dead-lettering",
+                                 "dlq-wait",   "batched"};
+  constexpr int kStages = 10;
+  int per[kStages] = {0};
   int parked = 0, failing_heads = 0;
   for (const auto& [eid, h] : s.held) {
     ++per[static_cast<int>(h.stage)];
@@ -469,7 +473,7 @@ std::string EngineCore::Summary() const {
     failing_heads += h.failures > 0 ? 1 : 0;
   }
   std::string out = "held " + std::to_string(s.held_count) + ":";
-  for (int i = 0; i < 9; ++i) {
+  for (int i = 0; i < kStages; ++i) {
     if (per[i]) out += std::string(" ") + kNames[i] + " " + std::to_string(per[i]);
   }
   out += "; parked " + std::to_string(parked) + ", with counted failures " +
@@ -495,7 +499,7 @@ std::string EngineCore::SelfCheck() const {
            " held";
   }
   int64_t bytes = 0;
-  int sending = 0;
+  int sending = 0, riding = 0, batched = 0;
   std::vector<int> per_proc(s.procs.size(), 0);
   std::unordered_set<Ref> refs;
   for (const auto& [eid, h] : s.held) {
@@ -508,7 +512,18 @@ std::string EngineCore::SelfCheck() const {
       ++sending;
       if (h.process < 0) return "a send without a process";
       ++per_proc[h.process];
+      for (uint64_t id : h.batch) {
+        auto b = s.held.find(id);
+        if (b == s.held.end() || b->second.stage != Stage::kBatched ||
+            !(b->second.lane == h.lane)) {
+          return "a batch names an event that does not ride in it";
+        }
+        ++riding;
+      }
+    } else if (!h.batch.empty()) {
+      return "an event not being sent holds a batch";
     }
+    if (h.stage == Stage::kBatched) ++batched;
     if (!h.lane.empty() && s.lanes.failing(h.lane) &&
         s.lanes.waiting(h.lane) > Lanes::kMaxBehindFailing) {
       return "more than 64 events wait behind a failing head";
@@ -519,6 +534,7 @@ std::string EngineCore::SelfCheck() const {
   for (const auto& [eid, h] : s.held) parked_now += h.parked_write_fault ? 1 : 0;
   if (parked_now != s.parked) return "parked events do not add up";
   if (sending != s.sends) return "sends in flight do not add up";
+  if (riding != batched) return "events in batches do not add up";
   for (size_t i = 0; i < s.procs.size(); ++i) {
     if (per_proc[i] != s.procs[i].in_flight) return "a process's sends do not add up";
   }

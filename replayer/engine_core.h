@@ -29,6 +29,9 @@ struct CoreConfig {
   int64_t max_bytes_in_flight = 64ll << 20;  // bytes held
   int64_t max_message_bytes = 1ll << 20;     // the server's max payload: one fetch's floor
   int fetch_batch = 100;
+  // Events of one visitor in one POST /api/batch where a process has it (Umami 3.x); below 2:
+  // /api/send only.
+  int batch_max = 20;
   milliseconds ack_wait{30'000};
   milliseconds send_timeout{30'000};
   milliseconds check_cache{3'000};

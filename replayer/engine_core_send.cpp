@@ -12,14 +12,20 @@ void EngineCore::OnSendAnswer(uint64_t send_id, const HttpAnswer& a, TimePoint n
   Held* found = s.CurrentOp(send_id);
   if (found != nullptr && found->stage == Stage::kSending) {
     Held& h = *found;
+    if (!h.batch.empty()) {
+      s.OnBatchAnswer(eid, h, a, now);
+      s.AfterInput(now);
+      return;
+    }
     Proc& p = s.procs[h.process];
     s.EndSend(h);
     p.send_stuck_noted = false;
     Note& done = s.Tell(Note::Kind::kSendDone);
     done.process = h.process;
     done.seconds = a.seconds;
+    done.count = 1;
     if (a.status >= 200 && a.status < 300) {
-      s.OnStored(eid, h, a.body, now);
+      s.OnStored(eid, h, ParseSendReply(a.body), now);
     } else {
       h.last_answer = AnswerExcerpt(a.status, a.body, a.error);
       Note& n = s.Tell(Note::Kind::kSendFailed);
@@ -125,7 +131,6 @@ void EngineCore::State::Send(uint64_t eid, Held& h, int p, TimePoint now) {
   c.send_id = h.op;
   c.process = p;
   c.stream_seq = h.seq;
-  c.body = BuildSendBody(h.ev);
   c.timeout = cfg.send_timeout;
   c.headers.reserve(4);  // one allocation for the headers below, not three
   c.headers.emplace_back("Content-Type", "application/json");
@@ -138,11 +143,32 @@ void EngineCore::State::Send(uint64_t eid, Held& h, int p, TimePoint now) {
     token = VisitStates::TokenFor(*v, h.ev.accepted_at_ms);
   }
   h.token_sent = !token.empty();
-  if (h.token_sent) c.headers.emplace_back("x-umami-cache", std::move(token));
   h.stage = Stage::kSending;
   h.process = p;
   h.sent_at = now;
   h.sent_op = ++next_op;
+  BatchFor(h, p, token, now);
+  if (h.token_sent) c.headers.emplace_back("x-umami-cache", std::move(token));
+  if (batch_scratch.empty()) {
+    c.body = BuildSendBody(h.ev);
+  } else {
+    std::vector<const WebEvent*> events{&h.ev};
+    c.batch = true;
+    c.batch_seqs.push_back(h.seq);
+    for (uint64_t id : batch_scratch) {
+      Held& f = held.find(id)->second;
+      f.stage = Stage::kBatched;
+      f.process = p;
+      f.sent_at = now;
+      f.sent_op = h.sent_op;
+      f.token_sent = true;
+      ++f.gen;
+      events.push_back(&f.ev);
+      c.batch_seqs.push_back(f.seq);
+    }
+    h.batch = batch_scratch;
+    c.body = BuildBatchBody(events);
+  }
   ++procs[p].in_flight;
   ++sends;
   Arm(eid, h, now + cfg.send_timeout + kSendGrace);
@@ -156,8 +182,7 @@ void EngineCore::State::EndSend(Held& h) {
   ++h.gen;
 }
 
-void EngineCore::State::OnStored(uint64_t eid, Held& h, const std::string& body, TimePoint now) {
-  auto reply = ParseSendReply(body);
+void EngineCore::State::OnStored(uint64_t eid, Held& h, const SendReply& reply, TimePoint now) {
   if (reply.kind == SendReply::Kind::kDroppedBot) {
     // Stored nothing: neither a store for the write-fault rule nor a guard record.
     Tell(Note::Kind::kDroppedByUmami).seq = h.seq;
@@ -274,6 +299,8 @@ void EngineCore::State::CompleteCheck(int pi, bool passed, TimePoint now) {
   n.status = passed ? 1 : 0;
   n.seconds = std::chrono::duration<double>(now - p.check_started).count();
   n.text = p.check_detail;
+  // Back after being down: it may have been restarted as another version of Umami.
+  if (before == ProcessHealth::State::kDown && passed) p.batch = BatchRoute::kUnknown;
   if (before != p.health.Last() || before == ProcessHealth::State::kUnknown) {
     Note& c = Tell(passed ? Note::Kind::kProcessUp : Note::Kind::kProcessDown);
     c.process = pi;

@@ -11,6 +11,7 @@
 #include "replayer/engine_core.h"
 #include "replayer/lanes.h"
 #include "replayer/recent_seqs.h"
+#include "replayer/umami_reply.h"
 #include "replayer/visit_state.h"
 
 namespace replayer {
@@ -38,6 +39,10 @@ constexpr milliseconds kPullExpiry{600};
 constexpr milliseconds kVisitSweep{60'000};
 constexpr size_t kRecentFinished = 16384;
 constexpr int kMaxProbeRoom = 100;
+// A process found without /api/batch is asked again after this: an upgraded Umami may have it.
+constexpr milliseconds kBatchRelearn{600'000};
+// A batch's events' bytes (payloads and headers) at most: Umami reads the whole array at once.
+constexpr int64_t kBatchMaxBytes = 512 * 1024;
 
 // An operation's id (send, lookup, publish) names its event: the event id above kOpBits, a
 // count of the event's operations below. An answer finds its event without an index, and one
@@ -55,6 +60,7 @@ inline constexpr const char* kCodePoison = "poison";
 
 // kLookingUp: its duplicate guard is being read. kFinishing: stored, its guard record under
 // way. kDeadLettering: its WEB_DLQ copy under way; kDeadLetterWait: to be published again.
+// kBatched: sent in the batch of the lane's head, which is kSending and answers for it.
 enum class Stage {
   kLookingUp,
   kWaiting,
@@ -65,6 +71,7 @@ enum class Stage {
   kFinishing,
   kDeadLettering,
   kDeadLetterWait,
+  kBatched,
 };
 
 struct Held {
@@ -86,13 +93,20 @@ struct Held {
   uint64_t op_count = 0;  // the event's operations so far (the low bits of its op ids)
   uint64_t gen = 0;       // a timer armed before the last stage change is ignored
   TimePoint touched{};
-  std::string last_answer;  // "HTTP 500: ..." of the last failed send
+  std::vector<uint64_t> batch;  // a head sent in a batch: the events behind it there, in order
+  std::string last_answer;      // "HTTP 500: ..." of the last failed send
   std::string dlq_reason;
   std::string dlq_code;
 };
 
+// Whether a process has POST /api/batch: unknown until a batch's answer tells.
+enum class BatchRoute { kUnknown, kYes, kNo };
+
 struct Proc {
   std::string name;
+  BatchRoute batch = BatchRoute::kUnknown;
+  BatchRoute batch_said = BatchRoute::kUnknown;  // the last one noted
+  TimePoint batch_no_at{};                       // when it was found without one
   ProcessHealth health;
   WriteFaultRun run;
   TimePoint last_store{};
@@ -156,6 +170,7 @@ struct EngineCore::State {
   TimePoint next_tick{};
   TimePoint next_sweep{};
   TimePoint armed{};
+  std::vector<uint64_t> batch_scratch, lane_scratch;  // BatchFor's, reused
   bool dlq_too_large_noted = false;
   bool dlq_unavailable_noted = false;
   Mode mode = Mode::kRunning;
@@ -197,8 +212,14 @@ struct EngineCore::State {
   int PickProcess() const;
   bool AllDown() const;  // every process's last check failed: no head can be tried now
   void Send(uint64_t eid, Held& h, int p, TimePoint now);
+  // The events that may ride in one batch behind the head `h` to process `p` (none: /api/send).
+  void BatchFor(const Held& h, int p, const std::string& token, TimePoint now);
   void EndSend(Held& h);
-  void OnStored(uint64_t eid, Held& h, const std::string& body, TimePoint now);
+  void OnStored(uint64_t eid, Held& h, const SendReply& reply, TimePoint now);
+  void OnBatchAnswer(uint64_t eid, Held& h, const HttpAnswer& a, TimePoint now);
+  // A batch failed or was not taken as a whole: the events behind the head wait again, uncharged.
+  void Unbatch(Held& head);
+  void SetBatchRoute(int p, BatchRoute route, const std::string& why, TimePoint now);
   void OnFailed(uint64_t eid, Held& h, TimePoint now);
   void StartCheck(int p, TimePoint now);
   void CompleteCheck(int p, bool passed, TimePoint now);

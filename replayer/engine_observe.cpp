@@ -56,6 +56,22 @@ void Engine::State::Observe(const Note& n) {
       break;
     case Note::Kind::kSendDone:
       send_seconds[n.process]->Observe(n.seconds);
+      if (n.count > 1) {
+        m.batches.Inc();
+        m.batched_events.Inc(static_cast<double>(n.count));
+      }
+      break;
+    case Note::Kind::kBatchRoute:
+      m.batch_route.With({url}).Set(n.status);
+      if (n.status) {
+        spdlog::info("umami process {} answers POST /api/batch: a visitor's events go in batches",
+                     url);
+      } else {
+        spdlog::info(
+            "umami process {} has no usable POST /api/batch ({}): events go one by one to "
+            "/api/send (asked again in 10 minutes)",
+            url, Safe(n.text));
+      }
       break;
     case Note::Kind::kSendFailed:
       m.send_failures.With({url, FailureClass(n.status)}).Inc();

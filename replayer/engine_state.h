@@ -35,7 +35,7 @@ struct Engine::State {
   ReplayerConfig cfg;
   ReplayerMetrics& m;
   EngineCore core;
-  std::vector<std::string> send_urls;
+  std::vector<std::string> send_urls, batch_urls;
   std::vector<common::metrics::Histogram*> send_seconds;  // per process, looked up once
   std::unique_ptr<common::PullConsumer> consumer;
   std::unique_ptr<common::KvBucket> stored_ids;

@@ -290,4 +290,14 @@ std::string BuildSendBody(const WebEvent& e) {
   return out;
 }
 
+std::string BuildBatchBody(const std::vector<const WebEvent*>& events) {
+  std::string out = "[";
+  for (const WebEvent* e : events) {
+    if (out.size() > 1) out += ',';
+    out += BuildSendBody(*e);
+  }
+  out += ']';
+  return out;
+}
+
 }  // namespace replayer

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace replayer {
 
@@ -40,6 +41,8 @@ ParseResult Parse(std::string_view body, std::string_view msg_id);
 // The body of POST /api/send: {"type":…,"payload":{…payload, website, timestamp, ip, userAgent}}.
 // Fields we set replace the same fields in the edge's payload.
 std::string BuildSendBody(const WebEvent& e);
+// The body of POST /api/batch (Umami 3.x): BuildSendBody()'s bodies as one JSON array, in order.
+std::string BuildBatchBody(const std::vector<const WebEvent*>& events);
 
 // A KV-safe key (tokens of [A-Za-z0-9_-], '.'-separated) for an event id or a visitor.
 std::string KvSafe(std::string_view s);

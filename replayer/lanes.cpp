@@ -60,6 +60,16 @@ void Lanes::Remove(const LaneKey& key, uint64_t id) {
   lane.ids.erase(pos);
 }
 
+void Lanes::Behind(const LaneKey& key, size_t max, std::vector<uint64_t>& out) const {
+  out.clear();
+  auto it = lanes_.find(key);
+  if (it == lanes_.end()) return;
+  const Lane& lane = it->second;
+  for (size_t i = lane.head + 1; i < lane.ids.size() && out.size() < max; ++i) {
+    out.push_back(lane.ids[i]);
+  }
+}
+
 std::vector<uint64_t> Lanes::MarkFailing(const LaneKey& key) {
   auto it = lanes_.find(key);
   if (it == lanes_.end()) return {};

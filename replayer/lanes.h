@@ -32,6 +32,8 @@ class Lanes {
   std::optional<uint64_t> PopHead(const LaneKey& lane);
   // Removes a waiting (non-head) event.
   void Remove(const LaneKey& lane, uint64_t id);
+  // Up to `max` events behind the head, in order (the candidates of a batch with it).
+  void Behind(const LaneKey& lane, size_t max, std::vector<uint64_t>& out) const;
 
   // The head's failure counted: from now on the cap applies; returns the excess to dead-letter.
   std::vector<uint64_t> MarkFailing(const LaneKey& lane);

@@ -71,7 +71,7 @@ ReplayerMetrics::ReplayerMetrics(common::metrics::Registry& r)
                                "Visitors whose head event has failed while checks passed.")
                         .Get()),
       send_seconds(r.AddHistogram("replayer_send_duration_seconds",
-                                  "Duration of POST /api/send, by Umami process.",
+                                  "Duration of POST /api/send or /api/batch, by Umami process.",
                                   common::metrics::ExponentialBuckets(0.001, 2, 14), {"process"})),
       age_at_store_seconds(
           r.AddHistogram(
@@ -85,7 +85,17 @@ ReplayerMetrics::ReplayerMetrics(common::metrics::Registry& r)
           r.AddGauge("replayer_last_stored_timestamp_seconds",
                      "Unix time of the last event stored by this process (0 = none yet).")
               .Get()),
-      nats_connected(r.AddGauge("replayer_nats_connected", "1 while connected to NATS.").Get()) {
+      nats_connected(r.AddGauge("replayer_nats_connected", "1 while connected to NATS.").Get()),
+      batch_route(r.AddGauge("replayer_umami_batch_route",
+                             "1 when the process answered POST /api/batch (Umami 3.x), 0 when it "
+                             "has none (Umami 2.10: events go one by one to /api/send).",
+                             {"process"})),
+      batches(r.AddCounter("replayer_batches_sent_total",
+                           H("POST /api/batch requests answered (any answer)."))
+                  .Get()),
+      batched_events(
+          r.AddCounter("replayer_batched_events_total", H("Events sent inside those batches."))
+              .Get()) {
   // Present from the start, so an alert on their increase has a series to read.
   dlq_publish_failures.With({"too_large"});
   dlq_publish_failures.With({"unavailable"});

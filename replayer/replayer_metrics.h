@@ -35,6 +35,9 @@ struct ReplayerMetrics {
   common::metrics::Histogram& age_at_store_seconds;
   common::metrics::Gauge& last_stored_timestamp;
   common::metrics::Gauge& nats_connected;
+  common::metrics::Family<common::metrics::Gauge>& batch_route;  // {process}
+  common::metrics::Counter& batches;
+  common::metrics::Counter& batched_events;
 };
 
 // The reason label of a dead-letter: the reason sentence itself is bounded (we write them all).

@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+
 namespace replayer {
 
 bool UsableToken(std::string_view t) {
@@ -56,6 +58,78 @@ SendReply ParseSendReply(std::string_view body) {
   // {} or {"beep":"boop"}: Umami recognised a bot and stored nothing.
   if (obj.size() == 0 || obj["beep"].error() == simdjson::SUCCESS) {
     r.kind = SendReply::Kind::kDroppedBot;
+  }
+  return r;
+}
+
+BatchReply ParseBatchReply(std::string_view body, size_t sent) {
+  BatchReply r;
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::object obj;
+  if (parser.parse(body.data(), body.size()).get_object().get(obj) != simdjson::SUCCESS) {
+    r.problem =
+        "a batch reply of " + std::to_string(body.size()) + " bytes that is not a JSON object";
+    return r;
+  }
+  uint64_t size = 0;
+  simdjson::dom::array details;
+  if (obj["size"].get_uint64().get(size) != simdjson::SUCCESS ||
+      obj["details"].get_array().get(details) != simdjson::SUCCESS) {
+    r.problem = "a batch reply without size and details";
+    return r;
+  }
+  if (size != sent) {
+    r.problem = "a batch reply for " + std::to_string(size) + " elements, " + std::to_string(sent) +
+                " sent";
+    return r;
+  }
+  std::vector<bool> seen(sent, false);
+  for (simdjson::dom::element d : details) {
+    uint64_t index = 0;
+    if (d["index"].get_uint64().get(index) != simdjson::SUCCESS || index >= sent || seen[index]) {
+      r.problem = "a batch reply whose details name no element sent, or one twice";
+      r.failed.clear();
+      return r;
+    }
+    seen[index] = true;
+    BatchReply::Failed f;
+    f.index = index;
+    simdjson::dom::element response;
+    std::string text;
+    if (d["response"].get(response) == simdjson::SUCCESS) {
+      int64_t status = 0;
+      if (response["error"]["status"].get_int64().get(status) == simdjson::SUCCESS &&
+          status >= 100 && status <= 599) {
+        f.status = static_cast<int>(status);
+      }
+      text = simdjson::minify(response);
+    }
+    f.excerpt = AnswerExcerpt(f.status, text, "");
+    f.excerpt.insert(f.excerpt.find(':'), " in a batch");
+    r.failed.push_back(std::move(f));
+  }
+  uint64_t errors = 0;
+  if (obj["errors"].get_uint64().get(errors) == simdjson::SUCCESS && errors != r.failed.size()) {
+    r.problem = "a batch reply whose error count differs from its details";
+    r.failed.clear();
+    return r;
+  }
+  std::sort(r.failed.begin(), r.failed.end(),
+            [](const auto& a, const auto& b) { return a.index < b.index; });
+  r.readable = true;
+  std::string_view cache;
+  auto c = obj["cache"];
+  if (c.get_string().get(cache) == simdjson::SUCCESS) {
+    r.stored_any = true;
+    if (UsableToken(cache)) {
+      r.cache_token = std::string(cache);
+    } else {
+      r.token_problem = "a batch's cache field of " + std::to_string(cache.size()) +
+                        " bytes that is not a JWT-shaped token";
+    }
+  } else if (c.error() == simdjson::SUCCESS && !c.is_null()) {
+    r.stored_any = true;  // something in the token's place: Umami stored an element
+    r.token_problem = "a batch's cache field that is not a string";
   }
   return r;
 }

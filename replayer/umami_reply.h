@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace replayer {
 
@@ -25,6 +26,29 @@ struct SendReply {
 // anything else in their place (a proxy's page, a 70 KB body) is no token: kept, it would go out
 // as a header on the visitor's next events, which Node refuses (431) once it is large.
 SendReply ParseSendReply(std::string_view body);
+
+// The reply of POST /api/batch (Umami 3.x; 2.10 has no such route): 200 with
+// {"size","processed","errors","details":[{"index","response"}],"cache"}. Umami runs each element
+// through its send handler in order with the outer request's headers and goes on after an
+// element fails; `details` names the failed ones, `cache` is the token of the first element it
+// stored (null when it stored none: a bot's element is processed but stores nothing).
+struct BatchReply {
+  struct Failed {
+    size_t index = 0;
+    int status = 500;     // the element's error.status, else 500
+    std::string excerpt;  // "HTTP 400 in a batch: {...}" (AnswerExcerpt's bounds)
+  };
+  bool readable = false;       // a batch reply for exactly the elements sent
+  std::string problem;         // why not, when not: a sentence without the reply's bytes
+  std::vector<Failed> failed;  // ascending index
+  bool stored_any = false;     // `cache` was set: some element was stored
+  std::string cache_token;     // usable token, else empty
+  std::string token_problem;   // as SendReply's
+};
+BatchReply ParseBatchReply(std::string_view body, size_t sent);
+
+// /api/batch is not there: Umami 2.10 (added in 2.17), or a proxy that does not route it.
+inline bool BatchRouteMissing(int status) { return status == 404 || status == 405; }
 
 // A token in the shape both Umami versions send: a JWT (three base64url segments joined by
 // dots, the first two non-empty), at most kMaxTokenBytes.

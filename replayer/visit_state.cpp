@@ -27,11 +27,13 @@ size_t VisitStates::Sweep(TimePoint now) {
   return entries_.size();
 }
 
-std::string VisitStates::TokenFor(const VisitState& state, int64_t accepted_at_ms) {
-  if (state.token.empty()) return "";
+bool VisitStates::Continues(const VisitState& state, int64_t accepted_at_ms) {
   int64_t since = accepted_at_ms - state.start_ms;
-  if (since < 0 || since > kVisitMs) return "";
-  return state.token;
+  return !state.token.empty() && since >= 0 && since <= kVisitMs;
+}
+
+std::string VisitStates::TokenFor(const VisitState& state, int64_t accepted_at_ms) {
+  return Continues(state, accepted_at_ms) ? state.token : std::string();
 }
 
 std::string VisitStates::Encode(const VisitState& state) {

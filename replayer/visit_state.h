@@ -44,6 +44,8 @@ class VisitStates {
   // The token an event accepted at `accepted_at_ms` may carry: the visit's, while the event is
   // within kVisitMs of the visit's start; else empty.
   static std::string TokenFor(const VisitState& state, int64_t accepted_at_ms);
+  // TokenFor() would give the visit's token (without copying it).
+  static bool Continues(const VisitState& state, int64_t accepted_at_ms);
 
   // The KV value: "v2 <start_ms> <token>". A value in another shape (the bare token an older
   // replayer wrote, anything unreadable) decodes to no visit: the next event begins one.

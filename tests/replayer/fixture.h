@@ -1,5 +1,6 @@
 // A running replayer against a private stack (NATS, PostgreSQL, real Umami), for the
-// replayer's integration tests. Test main thread only.
+// replayer's integration tests; with 0 Umami processes, NATS alone (the test brings a stand-in
+// and passes UMAMI_URLS to StartReplayer). Test main thread only.
 #pragma once
 
 #include <map>

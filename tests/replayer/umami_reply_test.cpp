@@ -59,3 +59,62 @@ TEST_CASE("answer excerpts are one short line", "[umami]") {
   CHECK(AnswerExcerpt(0, "", "Connection refused") == "no answer: Connection refused");
   CHECK(AnswerExcerpt(400, std::string(1000, 'x'), "").size() == 210);
 }
+
+TEST_CASE("a batch reply (Umami 3.1's /api/batch) names each failed element", "[umami][batch]") {
+  // As 3.1.0 answers three elements, the second an event name over 50 characters.
+  auto r = ParseBatchReply(
+      R"({"size":3,"processed":2,"errors":1,"details":[{"index":1,"response":{"error":)"
+      R"({"message":"Bad request","code":"bad-request","status":400,"properties":{}}}}],)"
+      R"("cache":"eyJh.eyJ2.c2ln"})",
+      3);
+  REQUIRE(r.readable);
+  REQUIRE(r.failed.size() == 1);
+  CHECK(r.failed[0].index == 1);
+  CHECK(r.failed[0].status == 400);
+  CHECK(r.failed[0].excerpt.rfind("HTTP 400 in a batch: {\"error\":", 0) == 0);
+  CHECK(r.stored_any);
+  CHECK(r.cache_token == "eyJh.eyJ2.c2ln");
+  // Every element processed, nothing stored (a bot): cache null.
+  auto bot = ParseBatchReply(R"({"size":2,"processed":2,"errors":0,"details":[],"cache":null})", 2);
+  CHECK(bot.readable);
+  CHECK_FALSE(bot.stored_any);
+  // A server error without a status in it counts as 500; details come back in index order.
+  auto two = ParseBatchReply(
+      R"({"size":3,"errors":2,"details":[{"index":2,"response":{"x":1}},)"
+      R"({"index":0,"response":{"error":{"status":500,"message":"Server error"}}}],"cache":null})",
+      3);
+  REQUIRE(two.readable);
+  REQUIRE(two.failed.size() == 2);
+  CHECK(two.failed[0].index == 0);
+  CHECK(two.failed[1].index == 2);
+  CHECK(two.failed[1].status == 500);
+  // Something in the token's place that is not one: stored, the token ignored.
+  auto odd = ParseBatchReply(
+      R"({"size":1,"details":[],"cache":")" + std::string(70'000, 'x') + R"("})", 1);
+  CHECK(odd.readable);
+  CHECK(odd.stored_any);
+  CHECK(odd.cache_token.empty());
+  CHECK(odd.token_problem.find("xxxx") == std::string::npos);
+}
+
+TEST_CASE("what is no batch reply", "[umami][batch]") {
+  CHECK_FALSE(ParseBatchReply("<html>proxy</html>", 2).readable);
+  CHECK_FALSE(ParseBatchReply("", 2).readable);
+  CHECK_FALSE(ParseBatchReply("[]", 2).readable);
+  CHECK_FALSE(ParseBatchReply(R"({"size":3,"details":[],"cache":null})", 2).readable);
+  CHECK_FALSE(ParseBatchReply(R"({"details":[],"cache":null})", 2).readable);
+  CHECK_FALSE(ParseBatchReply(R"({"size":2,"details":[{"index":2,"response":{}}],"cache":null})", 2)
+                  .readable);
+  CHECK_FALSE(ParseBatchReply(R"({"size":2,"details":[{"index":1},{"index":1}],"cache":null})", 2)
+                  .readable);
+  CHECK_FALSE(
+      ParseBatchReply(R"({"size":2,"errors":2,"details":[{"index":1}],"cache":null})", 2).readable);
+  // Truncated: a cut reply is unreadable, never half-read.
+  std::string whole = R"({"size":2,"processed":2,"errors":0,"details":[],"cache":"a.b.c"})";
+  for (size_t n = 0; n < whole.size(); ++n) {
+    CHECK_FALSE(ParseBatchReply(whole.substr(0, n), 2).readable);
+  }
+  CHECK(ParseBatchReply(whole, 2).readable);
+  CHECK(BatchRouteMissing(404));
+  CHECK_FALSE(BatchRouteMissing(400));
+}

@@ -46,6 +46,18 @@ TEST_CASE("no cache token across 30 minutes of the visitor's accepted_at, at the
     CHECK(sends[i].status == 200);
     CHECK(sends[i].cache_token.empty() == !with_token[i]);
   }
+  // Umami 2.10 has no /api/batch: the first batch (events 1 and 2, in one visit) was answered
+  // 404, and those events then went one by one, as above; no other batch within 10 minutes.
+  int batches = 0;
+  for (const auto& r : proxy.Requests()) {
+    if (r.path != "/api/batch") continue;
+    ++batches;
+    CHECK(r.status == 404);
+    CHECK(r.body.find("/visit/1") != std::string::npos);
+    CHECK(r.body.find("/visit/2") != std::string::npos);
+  }
+  CHECK(batches == 1);
+  CHECK(f.Metric("replayer_umami_batch_route{process=\"" + proxy.url() + "\"}") == 0);
   CHECK(f.DlqReasons().empty());
   CHECK(f.StoredEvents("url_path LIKE '/visit/%'") == static_cast<int64_t>(times.size()));
 }

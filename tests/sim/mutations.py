@@ -46,6 +46,9 @@ MUTATIONS = [
       ("replayer/engine_core_send.cpp",
        "      lanes.ClearFailing(h.lane);\n      h.stage = Stage::kBackoff;\n",
        "      h.stage = Stage::kBackoff;\n")]),
+    ("a batch that carries the visit's token past the visit's end (no Continues check)",
+     [("replayer/engine_core_batch.cpp",
+       "    if (!VisitStates::Continues(*v, f.ev.accepted_at_ms)) break;\n", "")]),
 ]
 
 

@@ -34,6 +34,7 @@ void World::Lead(int inst) {
   I.lane_sends.clear();
   I.lane_first.clear();
   I.finishing.clear();
+  I.dead_lettering.clear();
   I.sent_once.clear();
   I.stopping = false;
   I.core = std::make_unique<replayer::EngineCore>(sc_.core);
@@ -98,10 +99,10 @@ void World::Execute(int inst) {
     // The core gave up a send its HTTP client never answered: from now on that send is not
     // the visitor's one in flight, and if Umami stores it after all, a retry stores it twice.
     for (auto it = I.sends.begin(); it != I.sends.end(); ++it) {
-      if (it->second != n.seq) continue;
+      if (it->second.front() != n.seq) continue;
       const EventRecord& r = events_[msgs_[n.seq - 1]->index];
       if (--I.lane_sends[r.lane] == 0) I.lane_sends.erase(r.lane);
-      ++events_[msgs_[n.seq - 1]->index].excuses;
+      for (uint64_t seq : it->second) ++events_[msgs_[seq - 1]->index].excuses;
       I.sends.erase(it);
       break;
     }
@@ -112,12 +113,23 @@ void World::Execute(int inst) {
     if (auto* f = std::get_if<replayer::FetchCmd>(&cmd)) {
       FetchFor(inst, *f, epoch);
     } else if (auto* s = std::get_if<replayer::SendCmd>(&cmd)) {
-      const Msg& m = *msgs_[s->stream_seq - 1];
-      EventRecord& r = events_[m.index];
-      if (PoisonAtOnce(r.kind)) {
-        Fail(std::string("sent a ") + KindName(r.kind) + " event (seq " +
-             std::to_string(s->stream_seq) + "), which must go to WEB_DLQ without a send");
+      std::vector<uint64_t> seqs = s->batch ? s->batch_seqs : std::vector<uint64_t>{s->stream_seq};
+      if (s->batch && (seqs.size() < 2 || seqs.front() != s->stream_seq)) {
+        Fail("a batch without its events (seq " + std::to_string(s->stream_seq) + ")");
         return;
+      }
+      const std::string& lane = events_[msgs_[s->stream_seq - 1]->index].lane;
+      for (uint64_t seq : seqs) {
+        const EventRecord& r = events_[msgs_[seq - 1]->index];
+        if (PoisonAtOnce(r.kind)) {
+          Fail(std::string("sent a ") + KindName(r.kind) + " event (seq " + std::to_string(seq) +
+               "), which must go to WEB_DLQ without a send");
+          return;
+        }
+        if (r.lane != lane) {
+          Fail("a batch holds two visitors' events (seq " + std::to_string(seq) + ")");
+          return;
+        }
       }
       for (const auto& [k, v] : s->headers) {
         for (char c : v) {
@@ -131,28 +143,39 @@ void World::Execute(int inst) {
           return;
         }
       }
-      if (I.lane_sends[r.lane] > 0) {
+      if (I.lane_sends[lane] > 0) {
         Fail("two sends of one visitor in flight at once (seq " + std::to_string(s->stream_seq) +
              ")");
         return;
       }
-      // Stream order within one instance: first sends of first deliveries go in sequence.
-      uint64_t delivered = msgs_[s->stream_seq - 1]->deliveries;
-      if (delivered == 1 && I.sent_once.insert(s->stream_seq).second) {
-        auto& last = I.lane_first[r.lane];
-        if (s->stream_seq < last) {
-          Fail("visitor order broken: seq " + std::to_string(s->stream_seq) + " sent after " +
-               std::to_string(last));
-          return;
+      // Stream order within one instance: first sends of first deliveries go in sequence (a
+      // batch's events in its body's order).
+      for (uint64_t seq : seqs) {
+        uint64_t delivered = msgs_[seq - 1]->deliveries;
+        if (delivered == 1 && I.sent_once.insert(seq).second) {
+          auto& last = I.lane_first[lane];
+          if (seq < last) {
+            Fail("visitor order broken: seq " + std::to_string(seq) + " sent after " +
+                 std::to_string(last));
+            return;
+          }
+          last = seq;
         }
-        last = s->stream_seq;
+        ++events_[msgs_[seq - 1]->index].sends;
       }
-      ++I.lane_sends[r.lane];
-      I.sends[s->send_id] = s->stream_seq;
-      ++r.sends;
+      if (s->batch) {
+        ++stats_.batches;
+        stats_.batched += static_cast<int64_t>(seqs.size());
+      }
+      ++I.lane_sends[lane];
+      I.sends[s->send_id] = seqs;
       ++stats_.sends;
-      Note("send", s->stream_seq, s->process, inst);
-      HttpSend(inst, epoch, *s);
+      Note(s->batch ? "send a batch" : "send", s->stream_seq, s->process, inst);
+      if (s->batch) {
+        HttpBatch(inst, epoch, *s);
+      } else {
+        HttpSend(inst, epoch, *s);
+      }
     } else if (auto* c = std::get_if<replayer::CheckCmd>(&cmd)) {
       Note("check", c->process, c->check_id, inst);
       HttpCheck(inst, epoch, *c);
@@ -219,6 +242,7 @@ void World::Execute(int inst) {
       }
       if (a->why == replayer::AckWhy::kDroppedByUmami) ++events_[msgs_[seq - 1]->index].dropped;
       I.finishing.erase(seq);
+      I.dead_lettering.erase(seq);
       Note("ack", seq, static_cast<uint64_t>(a->why), inst);
       At(now_ + milliseconds(rng_.Int(0, 1)), [this, seq] { Ack(seq); });
     } else if (auto* p = std::get_if<replayer::InProgressCmd>(&cmd)) {
@@ -280,6 +304,7 @@ void World::Execute(int inst) {
       uint64_t seq = it->second.seq;
       uint64_t id = d->pub_id;
       std::string reason = d->reason;
+      I.dead_lettering.insert(seq);
       if (FaultActive(Fault::kDlqDown, -1)) {
         // Refused, or (a server that crashed after storing) stored with the answer lost.
         bool stored_anyway = rng_.Chance(0.3);
@@ -319,6 +344,7 @@ void World::DeadLetterStored(uint64_t seq, const std::string& reason) {
   // minutes) a second publish stores nothing.
   if (!fresh && now_ - it->second < std::chrono::minutes(2)) return;
   it->second = now_;
+  Note("dead letter stored", seq);
   EventRecord& r = events_[msgs_[seq - 1]->index];
   ++r.dlq;
   ++stats_.dead_lettered;
@@ -401,8 +427,14 @@ void World::CrashOrLose(int inst, InstanceAction action) {
   // The window in which a duplicate can still happen: a send under way, or stored and its guard
   // record not yet acked.
   auto excuse = [&] {
-    for (const auto& [id, seq] : I.sends) ++events_[msgs_[seq - 1]->index].excuses;
+    for (const auto& [id, seqs] : I.sends) {
+      for (uint64_t seq : seqs) ++events_[msgs_[seq - 1]->index].excuses;
+    }
     for (uint64_t seq : I.finishing) ++events_[msgs_[seq - 1]->index].excuses;
+    // A dead letter's publish under way: WEB_DLQ may store the copy with nobody left to hear
+    // it, and the origin comes back to the next instance, which may store it (a replay of the
+    // copy then finds its guard record).
+    for (uint64_t seq : I.dead_lettering) ++events_[msgs_[seq - 1]->index].dlq_answer_lost;
   };
   switch (action) {
     case InstanceAction::kCrash: {
@@ -416,6 +448,7 @@ void World::CrashOrLose(int inst, InstanceAction action) {
       I.sends.clear();
       I.lane_sends.clear();
       I.finishing.clear();
+      I.dead_lettering.clear();
       if (leader_ == inst) {
         leader_ = -1;
         lease_free_at_ = now_ + sc_.lease_ttl;  // its key expires

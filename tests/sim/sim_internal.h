@@ -40,22 +40,27 @@ struct World::Instance {
   std::unique_ptr<replayer::EngineCore> core;
   replayer::Output out;
   TimePoint wake_at{};
-  std::unordered_map<replayer::Ref, RefInfo> refs;       // handed to it, not yet answered
-  std::unordered_map<uint64_t, uint64_t> sends;          // send id -> seq, in flight
-  std::unordered_map<std::string, int> lane_sends;       // sends in flight per visitor
-  std::unordered_map<std::string, uint64_t> lane_first;  // last seq first sent (delivery 1)
-  std::unordered_set<uint64_t> finishing;  // seqs it got a 2xx for and has not acked yet
-  std::unordered_set<uint64_t> sent_once;  // seqs it sent at least once (this term)
+  std::unordered_map<replayer::Ref, RefInfo> refs;            // handed to it, not yet answered
+  std::unordered_map<uint64_t, std::vector<uint64_t>> sends;  // send id -> seqs, in flight
+  std::unordered_map<std::string, int> lane_sends;            // sends in flight per visitor
+  std::unordered_map<std::string, uint64_t> lane_first;       // last seq first sent (delivery 1)
+  std::unordered_set<uint64_t> finishing;       // seqs it got a 2xx for and has not acked yet
+  std::unordered_set<uint64_t> sent_once;       // seqs it sent at least once (this term)
+  std::unordered_set<uint64_t> dead_lettering;  // seqs whose dead letter it published, unacked
   uint64_t steps = 0;
   bool stopping = false;  // told to stop or that the lease is lost
 };
 
 // How Umami answers; decided when the request is processed.
 struct UmamiAnswer {
+  UmamiAnswer() = default;
+  UmamiAnswer(int s, std::string b, std::string e, bool r)
+      : status(s), body(std::move(b)), error(std::move(e)), row(r) {}
   int status = 0;
   std::string body;
   std::string error;
-  bool row = false;  // a website_event row (or session data) was written
+  bool row = false;        // a website_event row (or session data) was written
+  std::vector<bool> rows;  // a batch: per element, a row written with a 2xx for it
 };
 
 inline constexpr int64_t kMinute = 60'000;

@@ -23,7 +23,7 @@ namespace {
 
 struct Totals {
   std::atomic<int64_t> scenarios{0}, checks{0}, events{0}, stored{0}, dlq{0}, dups{0},
-      umami_dups{0}, runbook{0}, crashes{0};
+      umami_dups{0}, runbook{0}, crashes{0}, batches{0}, batched{0};
   std::atomic<double> minutes{0};
 };
 
@@ -48,6 +48,8 @@ bool RunScenario(const sim::Scenario& sc, Totals& t, Failure* failure, bool prin
   t.umami_dups += s.umami_duplicates;
   t.runbook += s.good_dead_lettered_runbook;
   t.crashes += s.crashes;
+  t.batches += s.batches;
+  t.batched += s.batched;
   double m = w.simulated_minutes();
   double prev = t.minutes.load();
   while (!t.minutes.compare_exchange_weak(prev, prev + m)) {
@@ -57,12 +59,14 @@ bool RunScenario(const sim::Scenario& sc, Totals& t, Failure* failure, bool prin
         "%s\n  published %lld, stored %lld, dead-lettered %lld, bots %lld, duplicates "
         "%lld (excused by crash/lease %lld, by Umami's answers %lld), sends %lld, checks "
         "%lld, redeliveries %lld, takeovers %lld, good events dead-lettered as the "
-        "runbook allows %lld, 3.1 visits %lld, %.1f simulated minutes\n",
+        "runbook allows %lld, 3.1 visits %lld, batches %lld of %lld events, %.1f simulated "
+        "minutes\n",
         sc.Describe().c_str(), (long long)s.published, (long long)s.stored,
         (long long)s.dead_lettered, (long long)s.dropped, (long long)s.duplicates,
         (long long)s.excused_duplicates, (long long)s.umami_duplicates, (long long)s.sends,
         (long long)s.checks, (long long)s.redeliveries, (long long)s.takeovers,
-        (long long)s.good_dead_lettered_runbook, (long long)s.visits_split, m);
+        (long long)s.good_dead_lettered_runbook, (long long)s.visits_split, (long long)s.batches,
+        (long long)s.batched, m);
   }
   if (why.empty()) return true;
   if (failure) {
@@ -246,11 +250,13 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "events %lld, stored %lld, dead-lettered %lld, duplicates %lld (by Umami's answers "
-      "%lld), good events dead-lettered as the runbook allows %lld, crashes %lld\n",
+      "%lld), good events dead-lettered as the runbook allows %lld, crashes %lld, batches "
+      "%lld of %lld events\n",
       (long long)totals.events.load(), (long long)totals.stored.load(),
       (long long)totals.dlq.load(), (long long)totals.dups.load(),
       (long long)totals.umami_dups.load(), (long long)totals.runbook.load(),
-      (long long)totals.crashes.load());
+      (long long)totals.crashes.load(), (long long)totals.batches.load(),
+      (long long)totals.batched.load());
   std::printf("simulation: %lld scenarios, %.0f simulated minutes, %lld invariant checks, %.1f s\n",
               (long long)totals.scenarios.load(), totals.minutes.load(),
               (long long)totals.checks.load(), secs);

@@ -35,13 +35,15 @@ Scenario MakeScenario(uint64_t seed, int minutes) {
   c.fetch_batch = static_cast<int>(r.Int(10, 100));
   c.max_bytes_in_flight = r.Chance(0.2) ? 64 * 1024 : 64ll << 20;
   c.max_message_bytes = 16 * 1024;
+  // Batches where Umami has /api/batch (3.1): mostly the default, sometimes small, sometimes off.
+  c.batch_max = r.Chance(0.15) ? 0 : r.Chance(0.6) ? 20 : static_cast<int>(r.Int(2, 20));
   int faults = static_cast<int>(r.Int(0, 5));
   for (int i = 0; i < faults; ++i) {
     FaultSpan f;
     static const Fault kinds[] = {
-        Fault::kDown,      Fault::kHung,     Fault::kSlow,    Fault::kDbDown,  Fault::kReadOnly,
-        Fault::kHalfWrite, Fault::kOddReply, Fault::kKvDown,  Fault::kDlqDown, Fault::kFetchDown,
-        Fault::kReadOnly,  Fault::kDbDown,   Fault::kAcksLost};
+        Fault::kDown,      Fault::kHung,     Fault::kSlow,     Fault::kDbDown,  Fault::kReadOnly,
+        Fault::kHalfWrite, Fault::kOddReply, Fault::kKvDown,   Fault::kDlqDown, Fault::kFetchDown,
+        Fault::kReadOnly,  Fault::kDbDown,   Fault::kAcksLost, Fault::kNoBatch};
     f.fault = kinds[r.Int(0, sizeof kinds / sizeof kinds[0] - 1)];
     bool whole = f.fault == Fault::kDbDown || f.fault == Fault::kReadOnly ||
                  f.fault == Fault::kHalfWrite || f.fault == Fault::kKvDown ||
@@ -75,13 +77,13 @@ std::string Scenario::Describe() const {
   std::snprintf(buf, sizeof buf,
                 "seed %llu: umami %s x%d, %d visitors on %d sites, %.2f events/s%s%s, poison "
                 "%.3f, in flight %d, workers %d/%d per process, ack wait %llds, send timeout "
-                "%llds",
+                "%llds, batches of %d",
                 static_cast<unsigned long long>(seed), version == Version::k3_1 ? "3.1" : "2.10",
                 processes, visitors, sites, rate, bursts ? " in bursts" : "",
                 backlog_times ? ", accepted_at jumping" : "", poison, core.max_in_flight,
                 core.workers, core.sends_per_process,
                 static_cast<long long>(core.ack_wait.count() / 1000),
-                static_cast<long long>(core.send_timeout.count() / 1000));
+                static_cast<long long>(core.send_timeout.count() / 1000), core.batch_max);
   std::string out = buf;
   TimePoint base = TimePoint{} + std::chrono::hours(1000);
   for (const auto& f : faults) {

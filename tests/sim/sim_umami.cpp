@@ -42,59 +42,35 @@ const std::string* HeaderOf(const replayer::SendCmd& c, const char* name) {
 
 }  // namespace
 
-void World::HttpSend(int inst, uint64_t epoch, const replayer::SendCmd& cmd) {
-  const Msg& m = *msgs_[cmd.stream_seq - 1];
-  int index = m.index;
-  const EventRecord& rec = events_[index];
-  int p = cmd.process;
-  ++umami_[p]->requests;
-  const std::string* token = HeaderOf(cmd, "x-umami-cache");
-  std::string tok = token ? *token : "";
-  uint64_t sent_seq = cmd.stream_seq;
-  auto answer_at = [this, inst, epoch, id = cmd.send_id, sent_seq](TimePoint t, UmamiAnswer a) {
-    At(t, [this, inst, epoch, id, sent_seq, a = std::move(a)] {
-      Instance& I = *inst_[inst];
-      if (I.alive && I.epoch == epoch) {
-        auto s = I.sends.find(id);
-        if (s != I.sends.end()) {
-          uint64_t seq = s->second;
-          const EventRecord& r = events_[msgs_[seq - 1]->index];
-          if (--I.lane_sends[r.lane] == 0) I.lane_sends.erase(r.lane);
-          I.sends.erase(s);
-          if (a.status >= 200 && a.status < 300 && I.core) {
-            if (a.row) {
-              ++events_[msgs_[seq - 1]->index].ok_rows;
-              I.finishing.insert(seq);
-            }
+void World::AnswerSend(int inst, uint64_t epoch, uint64_t id, uint64_t sent_seq, TimePoint t,
+                       UmamiAnswer a) {
+  At(t, [this, inst, epoch, id, sent_seq, a = std::move(a)] {
+    Instance& I = *inst_[inst];
+    if (I.alive && I.epoch == epoch) {
+      auto s = I.sends.find(id);
+      if (s != I.sends.end()) {
+        std::vector<uint64_t> seqs = std::move(s->second);
+        I.sends.erase(s);
+        const EventRecord& r = events_[msgs_[seqs.front() - 1]->index];
+        if (--I.lane_sends[r.lane] == 0) I.lane_sends.erase(r.lane);
+        if (a.status >= 200 && a.status < 300 && I.core) {
+          for (size_t i = 0; i < seqs.size(); ++i) {
+            bool row = a.rows.empty() ? a.row : i < a.rows.size() && a.rows[i];
+            if (!row) continue;
+            ++events_[msgs_[seqs[i] - 1]->index].ok_rows;
+            I.finishing.insert(seqs[i]);
           }
         }
       }
-      Note(a.status == 0 ? "send: no answer" : "send answered", sent_seq, a.status, inst);
-      Feed(inst, epoch, [this, id, a](replayer::EngineCore& c) {
-        c.OnSendAnswer(id, replayer::HttpAnswer{a.status, a.body, a.error, 0.01}, now_);
-      });
-    });
-  };
-  TimePoint timeout_at = now_ + cmd.timeout;
-  if (FaultActive(Fault::kDown, p)) {
-    answer_at(now_ + milliseconds(0), UmamiAnswer{0, "", "Couldn't connect to server", false});
-    return;
-  }
-  if (FaultActive(Fault::kHung, p)) {
-    // Some hung requests are processed much later (a lock wait): stored after the timeout.
-    if (rng_.Chance(0.3)) {
-      auto later = now_ + milliseconds(rng_.Int(0, 2 * cmd.timeout.count()));
-      At(later, [this, index, p, tok] { Store(index, p, false, tok, -1, 0); });
     }
-    // One request in five is never answered by the HTTP client at all (the core's own deadline
-    // must end it); the rest time out.
-    if (!rng_.Chance(0.2)) answer_at(timeout_at, UmamiAnswer{0, "", "Timeout was reached", false});
-    return;
-  }
-  milliseconds latency(rng_.Int(2, 20));
-  if (FaultActive(Fault::kSlow, p)) latency += milliseconds(rng_.Int(1000, 40'000));
-  TimePoint done_at = now_ + latency;
-  // What Umami does with it, at done_at (decided now; the store happens then).
+    Note(a.status == 0 ? "send: no answer" : "send answered", sent_seq, a.status, inst);
+    Feed(inst, epoch, [this, id, a](replayer::EngineCore& c) {
+      c.OnSendAnswer(id, replayer::HttpAnswer{a.status, a.body, a.error, 0.01}, now_);
+    });
+  });
+}
+
+UmamiAnswer World::Judge(const EventRecord& rec, int p, const std::string& tok) {
   UmamiAnswer a;
   bool v31 = sc_.version == Version::k3_1;
   bool storable = rec.kind == Kind::kGood || rec.kind == Kind::kHalfWrite ||
@@ -127,11 +103,56 @@ void World::HttpSend(int inst, uint64_t epoch, const replayer::SendCmd& cmd) {
   } else if (storable) {
     a.status = 200;
     a.row = true;
-    if (FaultActive(Fault::kOddReply, p)) {
-      a.body = "<html>" + std::string(70'000, 'x') + "</html>";
-    }
   } else {
     a = {500, "unexpected", "", false};
+  }
+  return a;
+}
+
+std::string World::StoredToken(const EventRecord& r, const std::string& tok) const {
+  if (sc_.version != Version::k3_1) return Token('s', Mix(r.site, r.visitor));
+  // 3.1: the visit from the token, else from the session and the event's hour.
+  uint64_t session = Mix(Mix(r.site, r.visitor), r.accepted_ms / (30LL * 24 * 60 * kMinute));
+  uint64_t visit = 0;
+  if (!TokenId(tok, 'v', &visit)) visit = Mix(session, r.accepted_ms / (60 * kMinute));
+  return Token('v', visit);
+}
+
+void World::HttpSend(int inst, uint64_t epoch, const replayer::SendCmd& cmd) {
+  const Msg& m = *msgs_[cmd.stream_seq - 1];
+  int index = m.index;
+  const EventRecord& rec = events_[index];
+  int p = cmd.process;
+  ++umami_[p]->requests;
+  const std::string* token = HeaderOf(cmd, "x-umami-cache");
+  std::string tok = token ? *token : "";
+  uint64_t sent_seq = cmd.stream_seq;
+  auto answer_at = [this, inst, epoch, id = cmd.send_id, sent_seq](TimePoint t, UmamiAnswer a) {
+    AnswerSend(inst, epoch, id, sent_seq, t, std::move(a));
+  };
+  TimePoint timeout_at = now_ + cmd.timeout;
+  if (FaultActive(Fault::kDown, p)) {
+    answer_at(now_ + milliseconds(0), UmamiAnswer{0, "", "Couldn't connect to server", false});
+    return;
+  }
+  if (FaultActive(Fault::kHung, p)) {
+    // Some hung requests are processed much later (a lock wait): stored after the timeout.
+    if (rng_.Chance(0.3)) {
+      auto later = now_ + milliseconds(rng_.Int(0, 2 * cmd.timeout.count()));
+      At(later, [this, index, p, tok] { Store(index, p, false, tok, -1, 0); });
+    }
+    // One request in five is never answered by the HTTP client at all (the core's own deadline
+    // must end it); the rest time out.
+    if (!rng_.Chance(0.2)) answer_at(timeout_at, UmamiAnswer{0, "", "Timeout was reached", false});
+    return;
+  }
+  milliseconds latency(rng_.Int(2, 20));
+  if (FaultActive(Fault::kSlow, p)) latency += milliseconds(rng_.Int(1000, 40'000));
+  TimePoint done_at = now_ + latency;
+  // What Umami does with it, at done_at (decided now; the store happens then).
+  UmamiAnswer a = Judge(rec, p, tok);
+  if (a.status == 200 && a.row && FaultActive(Fault::kOddReply, p)) {
+    a.body = "<html>" + std::string(70'000, 'x') + "</html>";
   }
   // The store (and the token it answers with) happens when Umami processes the request.
   bool row = a.row;
@@ -140,19 +161,10 @@ void World::HttpSend(int inst, uint64_t epoch, const replayer::SendCmd& cmd) {
   At(done_at, [this, index, p, tok, row, status, odd, answer_at, timeout_at, a]() mutable {
     if (row) Store(index, p, status == 200, tok, -1, 0);
     if (status == 200 && row && !odd) {
-      const EventRecord& r = events_[index];
-      uint64_t id = 0;
-      if (sc_.version == Version::k3_1) {
-        // 3.1: the visit from the token, else from the session and the event's hour.
-        uint64_t session = Mix(Mix(r.site, r.visitor), r.accepted_ms / (30LL * 24 * 60 * kMinute));
-        uint64_t visit = 0;
-        if (!TokenId(tok, 'v', &visit)) visit = Mix(session, r.accepted_ms / (60 * kMinute));
-        id = visit;
-        a.body = R"({"cache":")" + Token('v', visit) + R"(","sessionId":"s","visitId":"v"})";
-      } else {
-        id = Mix(r.site, r.visitor);
-        a.body = Token('s', id);
-      }
+      std::string t = StoredToken(events_[index], tok);
+      a.body = sc_.version == Version::k3_1
+                   ? R"({"cache":")" + t + R"(","sessionId":"s","visitId":"v"})"
+                   : t;
     }
     if (now_ < timeout_at) answer_at(now_, std::move(a));  // else the client timed out
   });
@@ -160,6 +172,83 @@ void World::HttpSend(int inst, uint64_t epoch, const replayer::SendCmd& cmd) {
     // The answer comes too late: the client times out first (the store still happens).
     answer_at(timeout_at, UmamiAnswer{0, "", "Timeout was reached", false});
   }
+}
+
+void World::HttpBatch(int inst, uint64_t epoch, const replayer::SendCmd& cmd) {
+  int p = cmd.process;
+  ++umami_[p]->requests;
+  const std::string* token = HeaderOf(cmd, "x-umami-cache");
+  std::string tok = token ? *token : "";
+  uint64_t id = cmd.send_id, sent_seq = cmd.stream_seq;
+  std::vector<int> indexes;
+  for (uint64_t seq : cmd.batch_seqs) indexes.push_back(msgs_[seq - 1]->index);
+  TimePoint timeout_at = now_ + cmd.timeout;
+  UmamiAnswer timed_out{0, "", "Timeout was reached", false};
+  if (FaultActive(Fault::kDown, p)) {
+    AnswerSend(inst, epoch, id, sent_seq, now_, {0, "", "Couldn't connect to server", false});
+    return;
+  }
+  if (FaultActive(Fault::kHung, p)) {
+    // Processed much later (a lock wait), or cut off by the process's end: the first k events
+    // stored after the client's timeout, the rest never.
+    if (rng_.Chance(0.3)) {
+      auto later = now_ + milliseconds(rng_.Int(0, 2 * cmd.timeout.count()));
+      size_t k = static_cast<size_t>(rng_.Int(1, static_cast<int64_t>(indexes.size())));
+      At(later, [this, indexes, k, p, tok] {
+        for (size_t i = 0; i < k; ++i) Store(indexes[i], p, false, tok, -1, 0);
+      });
+    }
+    if (!rng_.Chance(0.2)) AnswerSend(inst, epoch, id, sent_seq, timeout_at, timed_out);
+    return;
+  }
+  milliseconds latency(rng_.Int(2, 20));
+  if (FaultActive(Fault::kSlow, p)) latency += milliseconds(rng_.Int(1000, 40'000));
+  if (sc_.version != Version::k3_1 || FaultActive(Fault::kNoBatch, p)) {
+    // No such route (2.10, or a downgraded process): Next.js's 404 page; nothing stored.
+    UmamiAnswer none{404, "<!DOCTYPE html><title>404: This page could not be found.</title>", "",
+                     false};
+    TimePoint at = now_ + latency;
+    AnswerSend(inst, epoch, id, sent_seq, at > timeout_at ? timeout_at : at,
+               at > timeout_at ? timed_out : none);
+    return;
+  }
+  // 3.1: each element through the send handler in order, with the outer request's headers;
+  // it goes on after an element fails. Decided now, stored when processed.
+  std::vector<UmamiAnswer> each;
+  for (int index : indexes) {
+    each.push_back(Judge(events_[index], p, tok));
+    latency += milliseconds(rng_.Int(1, 10));
+  }
+  TimePoint done_at = now_ + latency;
+  bool odd = FaultActive(Fault::kOddReply, p);
+  At(done_at, [this, inst, epoch, id, sent_seq, indexes, each, p, tok, odd, timeout_at] {
+    UmamiAnswer reply{200, "", "", false};
+    std::string details, cache;
+    size_t errors = 0;
+    for (size_t i = 0; i < each.size(); ++i) {
+      const UmamiAnswer& e = each[i];
+      bool ok = e.status >= 200 && e.status < 300;
+      if (e.row) Store(indexes[i], p, ok, tok, -1, 0);
+      reply.rows.push_back(ok && e.row);
+      if (!ok) {
+        ++errors;
+        std::string response = !e.body.empty() && e.body[0] == '{'
+                                   ? e.body
+                                   : R"({"error":{"message":")" + e.body + R"(","status":)" +
+                                         std::to_string(e.status) + "}}";
+        details += (details.empty() ? "" : ",") + std::string(R"({"index":)") + std::to_string(i) +
+                   R"(,"response":)" + response + "}";
+      } else if (e.row && cache.empty()) {
+        cache = odd ? std::string(70'000, 'x') : StoredToken(events_[indexes[i]], tok);
+      }
+    }
+    reply.body = R"({"size":)" + std::to_string(each.size()) + R"(,"processed":)" +
+                 std::to_string(each.size() - errors) + R"(,"errors":)" + std::to_string(errors) +
+                 R"(,"details":[)" + details + R"(],"cache":)" +
+                 (cache.empty() ? std::string("null") : "\"" + cache + "\"") + "}";
+    if (now_ < timeout_at) AnswerSend(inst, epoch, id, sent_seq, now_, std::move(reply));
+  });
+  if (done_at > timeout_at) AnswerSend(inst, epoch, id, sent_seq, timeout_at, timed_out);
 }
 
 void World::NoteWriteFailure(int p, const std::string& lane) {

@@ -54,6 +54,8 @@ const char* FaultName(Fault f) {
       return "fetch-down";
     case Fault::kAcksLost:
       return "acks-lost";
+    case Fault::kNoBatch:
+      return "no-batch";
   }
   return "?";
 }

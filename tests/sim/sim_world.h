@@ -26,6 +26,7 @@
 
 namespace sim {
 
+struct UmamiAnswer;
 using replayer::Clock;
 using replayer::TimePoint;
 using std::chrono::milliseconds;
@@ -58,6 +59,7 @@ enum class Fault {
   kFetchDown,  // fetches fail
   kAcksLost,   // half the in-progress acks are lost: JetStream redelivers a message its holder
                // still works on, to that holder (the engine must adopt it, never send it twice)
+  kNoBatch,    // answers POST /api/batch 404 (a downgrade to a Umami without it); 2.10 always
 };
 const char* FaultName(Fault f);
 
@@ -117,6 +119,7 @@ struct Stats {
   int64_t excused_duplicates = 0, umami_duplicates = 0, sends = 0, checks = 0, steps = 0;
   int64_t invariant_checks = 0, redeliveries = 0, crashes = 0, takeovers = 0;
   int64_t good_dead_lettered_runbook = 0, visits_split = 0;
+  int64_t batches = 0, batched = 0;  // batches sent, and the events in them
 };
 
 class World {
@@ -152,6 +155,14 @@ class World {
 
   // sim_umami.cpp: the processes and the HTTP between.
   void HttpSend(int inst, uint64_t epoch, const replayer::SendCmd& cmd);
+  void HttpBatch(int inst, uint64_t epoch, const replayer::SendCmd& cmd);
+  // Delivers a send's (or batch's) answer at `t` to the instance, if it still waits for it.
+  void AnswerSend(int inst, uint64_t epoch, uint64_t id, uint64_t sent_seq, TimePoint t,
+                  UmamiAnswer a);
+  // What Umami (healthy or in the faults now active) does with one event; decided at the send.
+  UmamiAnswer Judge(const EventRecord& rec, int p, const std::string& tok);
+  // The token Umami answers a stored event with (3.1: its visit's; 2.10: its session's).
+  std::string StoredToken(const EventRecord& r, const std::string& tok) const;
   void HttpCheck(int inst, uint64_t epoch, const replayer::CheckCmd& cmd);
   void Store(int index, int process, bool ok_answer, const std::string& token, int inst,
              uint64_t epoch);

@@ -177,6 +177,18 @@ after_e=$(count website_event); after_s=$(count session)
 LAST="events $before_e -> $after_e, sessions $before_s -> $after_s"
 check "6b. bot: nothing stored" '[[ $after_e == "$before_e" && $after_s == "$before_s" ]]'
 
+# ---- 10. no /api/batch --------------------------------------------------------------------
+# Added in 2.17: 2.10 answers 404 and stores nothing, so the replayer sends one by one.
+echo "# 10. POST /api/batch (a JSON array of two sends)"
+before_e=$(count website_event)
+CODE=$(curl -s -m 20 -o /dev/null -w '%{http_code}' -X POST "$U/api/batch" \
+    -H 'Content-Type: application/json' -H "User-Agent: $UA_CHROME" \
+    --data-binary "[$(payload "$WEBSITE" /batch1),$(payload "$WEBSITE" /batch2)]")
+LAST="status=$CODE, events $before_e -> $(count website_event)"
+echo "#   -> $LAST"
+check "10. /api/batch answers 404, nothing stored" \
+    '[[ $CODE == 404 && $(count website_event) == "$before_e" ]]'
+
 # ---- 9. 2.10 quirks ----------------------------------------------------------------------
 echo "# 9. identify, 1e21 in data, long url"
 send "$(payload "$WEBSITE" /x identify '{"plan":"pro"}')" 203.0.113.7
