@@ -5,6 +5,7 @@
 // rate, and whether nats.c reported a slow consumer.
 //
 //   metricswriter_backlog_bench [--batches 30] [--points 250000] [--writer PATH]
+//                               [--json-attributes N]   (OTLP JSON, N attributes a point)
 //
 // --writer runs another build's binary (e.g. the commit before, for comparison); it must accept
 // the same environment. METRICSWRITER_* variables of the bench's environment reach the writer.
@@ -60,6 +61,30 @@ std::string Body(int batch, int points, int64_t t) {
   return req.SerializeAsString();
 }
 
+// The same gauge as OTLP JSON, each point with `attrs` attributes (a host and routes: what an
+// API's request metrics carry): about 250 bytes a point with 2.
+std::string JsonBody(int batch, int points, int64_t t, int attrs) {
+  std::string out;
+  out.reserve(static_cast<size_t>(points) * (150 + 60 * attrs) + 256);
+  out += R"({"resourceMetrics":[{"resource":{"attributes":[{"key":"service.name","value":)";
+  out += R"({"stringValue":"backlog-)" + std::to_string(batch % 10) + R"("}}]},)";
+  out += R"("scopeMetrics":[{"scope":{"name":"bench"},"metrics":[{"name":"backlog.value",)";
+  out += R"("unit":"1","gauge":{"dataPoints":[)";
+  for (int p = 0; p < points; ++p) {
+    if (p > 0) out += ',';
+    out += R"({"attributes":[)";
+    for (int a = 0; a < attrs; ++a) {
+      if (a > 0) out += ',';
+      out += R"({"key":"attr.)" + std::to_string(a) + R"(","value":{"stringValue":"value-)" +
+             std::to_string((p * 7 + a) % 1000) + R"(-of-the-route"}})";
+    }
+    out += R"(],"startTimeUnixNano":")" + std::to_string(t) + R"(","timeUnixNano":")" +
+           std::to_string(t + p) + R"(","asDouble":)" + std::to_string(p) + ".25}";
+  }
+  out += "]}}]}]}]}";
+  return out;
+}
+
 long StatusKb(pid_t pid, const char* field) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
@@ -86,13 +111,15 @@ std::string ReadFile(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int batches = 30, points = 250'000;
+  int batches = 30, points = 250'000, attrs = -1;  // attrs >= 0: OTLP JSON
   std::string writer_bin = testsupport::BinaryDir() + "/metricswriter/metricswriter";
   for (int i = 1; i + 1 < argc; ++i) {
     if (!std::strcmp(argv[i], "--batches")) batches = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--points")) points = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--writer")) writer_bin = argv[i + 1];
+    if (!std::strcmp(argv[i], "--json-attributes")) attrs = std::atoi(argv[i + 1]);
   }
+  const bool json = attrs >= 0;
   common::NatsLibraryGuard guard;
   testsupport::TestStack stack({"nats", "pg"});
   testsupport::Run("NATS_URL=" + stack.Env("NATS_URL") + " " + testsupport::BinaryDir() +
@@ -109,9 +136,10 @@ int main(int argc, char** argv) {
   for (int i = 0; i < batches; ++i) {
     common::OutMessage m;
     m.subject = "api.metrics.tenant-" + std::to_string(i % 3);
-    m.data = Body(i, points, now + int64_t{i} * points);
+    m.data = json ? JsonBody(i, points, now + int64_t{i} * points, attrs)
+                  : Body(i, points, now + int64_t{i} * points);
     m.msg_id = "backlog-" + std::to_string(i);
-    m.headers.emplace_back("Content-Type", "application/x-protobuf");
+    m.headers.emplace_back("Content-Type", json ? "application/json" : "application/x-protobuf");
     bytes += m.data.size();
     auto ack = common::PublishSync(**nats, m);
     if (!ack.ok()) {
@@ -120,9 +148,11 @@ int main(int argc, char** argv) {
     }
   }
   std::printf(
-      "metricswriter backlog bench: %d protobuf batches x %d points, %.2f MB each (%.1f MB "
+      "metricswriter backlog bench: %d %s batches x %d points, %.2f MB each (%.1f MB "
       "queued in %.1f s)\n",
-      batches, points, static_cast<double>(bytes) / batches / 1e6, static_cast<double>(bytes) / 1e6,
+      batches,
+      json ? ("JSON (" + std::to_string(attrs) + " attributes a point)").c_str() : "protobuf",
+      points, static_cast<double>(bytes) / batches / 1e6, static_cast<double>(bytes) / 1e6,
       Since(t0));
   std::printf("  writer: %s\n", writer_bin.c_str());
 

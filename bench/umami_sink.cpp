@@ -2,6 +2,8 @@
 // own ceiling (never as proof of behaviour: the tests use a real Umami).
 //   umami_sink --port N [--threads T]
 // POST /api/send → 200 with a bare cache token (403 "Website not found" for the probe's id);
+// POST /api/batch → 404 (as 2.10), or with --batch 200 as Umami 3.x answers a batch it stored
+// whole ({"size":n,"processed":n,"errors":0,"details":[],"cache":<token>});
 // GET /api/heartbeat → 200. Counts the sends it answered at GET /count; GET /latency reports
 // publish → received of stamped events (webgen --stamp).
 //
@@ -38,7 +40,8 @@ constexpr std::string_view kProbeSite = "00000000-0000-4000-8000-000000000000";
 constexpr std::string_view kToken = "eyJhbGciOiJIUzI1NiJ9.e30.sink";
 
 struct Shared {
-  std::atomic<uint64_t> sends{0};
+  bool batch = false;              // answers /api/batch
+  std::atomic<uint64_t> sends{0};  // events answered (a batch's each)
   std::mutex mu;
   std::vector<double> latencies;  // publish -> received, ms
 };
@@ -87,6 +90,13 @@ std::string LatencyReport(Shared& sh) {
          " " + std::to_string(v.size());
 }
 
+// webgen --stamp's publish time at `at` ("pub_ns":"<ns>"; a bare number in older events).
+int64_t Stamp(std::string_view body, size_t at) {
+  size_t from = at + 9;
+  if (from < body.size() && body[from] == '"') ++from;
+  return std::strtoll(std::string(body.substr(from, 24)).c_str(), nullptr, 10);
+}
+
 void Handle(Conn& c, std::string_view method, std::string_view path, std::string_view body,
             Shared& sh) {
   if (method == "POST" && path == "/api/send") {
@@ -97,11 +107,25 @@ void Handle(Conn& c, std::string_view method, std::string_view path, std::string
     sh.sends.fetch_add(1, std::memory_order_relaxed);
     auto at = body.find("\"pub_ns\":");
     if (at != std::string_view::npos) {
-      int64_t pub = std::strtoll(std::string(body.substr(at + 9, 24)).c_str(), nullptr, 10);
       std::lock_guard lock(sh.mu);
-      sh.latencies.push_back(static_cast<double>(NowUnixNs() - pub) / 1e6);
+      sh.latencies.push_back(static_cast<double>(NowUnixNs() - Stamp(body, at)) / 1e6);
     }
     Respond(c, 200, "OK", kToken);
+  } else if (method == "POST" && path == "/api/batch" && sh.batch) {
+    size_t n = 0;
+    for (size_t at = body.find("{\"type\":"); at != std::string_view::npos;
+         at = body.find("{\"type\":", at + 1)) {
+      ++n;
+    }
+    sh.sends.fetch_add(n, std::memory_order_relaxed);
+    for (size_t at = body.find("\"pub_ns\":"); at != std::string_view::npos;
+         at = body.find("\"pub_ns\":", at + 1)) {
+      std::lock_guard lock(sh.mu);
+      sh.latencies.push_back(static_cast<double>(NowUnixNs() - Stamp(body, at)) / 1e6);
+    }
+    Respond(c, 200, "OK",
+            "{\"size\":" + std::to_string(n) + ",\"processed\":" + std::to_string(n) +
+                ",\"errors\":0,\"details\":[],\"cache\":\"" + std::string(kToken) + "\"}");
   } else if (method == "GET" && path == "/api/heartbeat") {
     Respond(c, 200, "OK", "{\"ok\":true}");
   } else if (method == "GET" && path == "/count") {
@@ -240,8 +264,11 @@ int main(int argc, char** argv) {
   int threads = 1;
   app.add_option("--port", port)->required();
   app.add_option("--threads", threads, "event loops (one per thread, SO_REUSEPORT)");
+  bool batch = false;
+  app.add_flag("--batch", batch, "answer POST /api/batch as Umami 3.x (else 404, as 2.10)");
   CLI11_PARSE(app, argc, argv);
   Shared shared;
+  shared.batch = batch;
   std::cerr << "umami_sink on 127.0.0.1:" << port << "\n";
   std::vector<std::thread> loops;
   for (int t = 1; t < threads; ++t) loops.emplace_back([&] { Serve(port, shared); });
