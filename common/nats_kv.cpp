@@ -146,6 +146,17 @@ Result<uint64_t> KvBucket::Update(const std::string& key, const std::string& val
   return rev;
 }
 
+Result<std::vector<std::string>> KvBucket::Keys() {
+  kvKeysList list{};
+  natsStatus s = kvStore_Keys(&list, kv_, nullptr);
+  std::vector<std::string> out;
+  if (s == NATS_NOT_FOUND) return out;  // an empty bucket
+  if (s != NATS_OK) return NatsError(s, "KV keys " + name_);
+  for (int i = 0; i < list.Count; ++i) out.emplace_back(list.Keys[i]);
+  kvKeysList_Destroy(&list);
+  return out;
+}
+
 Result<std::chrono::milliseconds> KvBucket::Ttl() {
   kvStatus* st = nullptr;
   natsStatus s = kvStore_Status(&st, kv_);

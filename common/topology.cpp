@@ -88,6 +88,7 @@ std::vector<StreamSettings> Desired(const TopologyConfig& c, int64_t max_payload
       Bucket(kLocksBucket, c.lock_ttl, c),
       Bucket(kVisitStateBucket, c.visit_state_ttl, c),
       Bucket(kStoredIdsBucket, c.stored_ids_ttl, c),
+      Bucket(kDlqTasksBucket, std::chrono::hours(24 * 30), c),
   };
   if (max_payload > 0) {
     for (auto& s : all) {

@@ -24,6 +24,8 @@ inline constexpr const char* kApiDlqSubjectPrefix = "dlq.api.";
 inline constexpr const char* kLocksBucket = "locks";
 inline constexpr const char* kVisitStateBucket = "visit_state";
 inline constexpr const char* kStoredIdsBucket = "replayer_stored";
+// Redrive tasks (platformctl dlq replay --task): one record per task, kept 30 days.
+inline constexpr const char* kDlqTasksBucket = "dlq_tasks";
 
 enum class Retention { kLimits, kWorkQueue, kInterest };
 const char* RetentionName(Retention r);

@@ -1,5 +1,7 @@
 #include "platformctl/app.h"
 
+#include "common/stop_signal.h"
+
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
@@ -94,6 +96,12 @@ int Main(int argc, char** argv, const std::string& version) {
                       "Time between the two readings the rates come from; 0 = one reading, no "
                       "rates (default 2s)");
   streams->add_flag("--json", json, "One JSON object with a streams array");
+  std::vector<std::string> watch;
+  auto* watch_opt = streams->add_option(
+      "--watch", watch,
+      "Read again every SECONDS (default 5) until Ctrl-C, each reading printed with the rates "
+      "in and out and the time to clear since the one before (--json: one object per line)");
+  watch_opt->expected(0, 1);
   std::string serve;
   streams->add_option("--serve", serve,
                       "Run as a Prometheus exporter on HOST:PORT (/metrics, /healthz) until "
@@ -168,6 +176,24 @@ int Main(int argc, char** argv, const std::string& version) {
       ExporterOptions e{serve, streams_options.only, std::chrono::seconds(10)};
       if (streams->count("--interval") > 0) e.interval = *d;
       return ServeStreams(shared.common, e);
+    }
+    if (watch_opt->count() > 0) {
+      double seconds = 5;
+      if (!watch.empty()) {
+        char* end = nullptr;
+        seconds = std::strtod(watch[0].c_str(), &end);
+        if (end == watch[0].c_str() || *end != '\0' || !(seconds >= 0.5 && seconds <= 3600)) {
+          std::cerr << "platformctl: --watch '" << watch[0]
+                    << "' is not a number of seconds from 0.5 to 3600\n";
+          return kExitUsage;
+        }
+      }
+      common::StopSignal stop;  // before the connection's threads: they inherit the mask
+      auto client = Connect(shared);
+      if (!client) return ConnectFailed(client.error());
+      return WatchStreams(**client, streams_options,
+                          common::Millis(static_cast<int64_t>(seconds * 1000)), stop, json,
+                          std::cout, std::cerr);
     }
     auto client = Connect(shared);
     if (!client) return ConnectFailed(client.error());

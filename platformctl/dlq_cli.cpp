@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "common/nats_client.h"
 #include "common/stop_signal.h"
 #include "platformctl/dlq_run.h"
+#include "platformctl/dlq_task_run.h"
 #include "platformctl/dlq_verify.h"
 #include "platformctl/erase.h"
 
@@ -74,6 +76,13 @@ struct DlqCommands::Options {
   bool yes = false;
   std::string rate;
   CLI::Option* rate_opt = nullptr;
+  std::string task_name, to_subject;
+  bool allow_parallel = false;
+  CLI::App* task = nullptr;
+  CLI::App* task_list = nullptr;
+  CLI::App* task_cancel = nullptr;
+  CLI::App* task_resume = nullptr;
+  double cancel_wait = 10;
   std::string site, visitor, tenant;
   CLI::Option *site_opt = nullptr, *visitor_opt = nullptr, *tenant_opt = nullptr;
 };
@@ -112,6 +121,47 @@ DlqCommands::DlqCommands(CLI::App& app) : o_(std::make_unique<Options>()) {
                                     "At most N messages per second (N or N/s), so a large replay "
                                     "does not swamp the consumers");
   o.replay->add_flag("--json", o.json, "The summary as one JSON object");
+  o.replay->add_option("--task", o.task_name,
+                       "Run as a redrive task of this name, recorded in the KV bucket dlq_tasks "
+                       "(progress, heartbeat): any platformctl can list it, cancel it, and "
+                       "resume it where it stopped if this process dies. SIGHUP is ignored");
+  o.replay->add_flag("--allow-parallel", o.allow_parallel,
+                     "With --task: start even while another task holds this DLQ");
+  o.replay->add_option("--to-subject", o.to_subject,
+                       "Publish every message to this subject of the origin stream instead of "
+                       "its own (a quarantine or test consumer's subject)");
+
+  o.task = o.dlq->add_subcommand(
+      "task", "Redrive tasks (dlq replay --task NAME): list them, cancel one, resume one");
+  o.task->require_subcommand(1);
+  const char* task_codes =
+      "Exit codes: 0 done; 1 partly done, stopped, or not confirmed in time; 2 refused (no "
+      "such task, a live runner, already finished) or usage error; 3 cannot reach NATS.";
+  o.task->footer(task_codes);
+  o.task_list = o.task->add_subcommand(
+      "list",
+      "Every task: state (a running task whose runner wrote nothing for 30 s is shown as gone), "
+      "progress (the DLQ sequence it reached of its end), replayed, already there, skipped, "
+      "failed, rate, last heartbeat, runner, selection");
+  o.task_list->add_flag("--json", o.json, "One JSON object with a tasks array");
+  o.task_list->footer(task_codes);
+  o.task_cancel = o.task->add_subcommand(
+      "cancel",
+      "Stop a task: a live runner stops after its current batch (nothing published is left "
+      "unerased); a task whose runner is gone is marked cancelled at once. What it replayed "
+      "stays replayed; the rest stays in the DLQ");
+  o.task_cancel->add_option("name", o.task_name, "The task")->required();
+  o.task_cancel->add_option("--wait", o.cancel_wait,
+                            "Seconds to wait for the runner to confirm (default 10)");
+  o.task_cancel->footer(task_codes);
+  o.task_resume = o.task->add_subcommand(
+      "resume",
+      "Go on with a stopped task, or one whose runner is gone, from the sequence it reached, "
+      "in this process; a message its dead runner published but had not erased is published "
+      "again under the same message id and dropped by the stream (counted as already there)");
+  o.task_resume->add_option("name", o.task_name, "The task")->required();
+  o.task_resume->add_flag("--json", o.json, "The summary as one JSON object");
+  o.task_resume->footer(task_codes);
 
   o.purge = o.dlq->add_subcommand(
       "purge",
@@ -182,7 +232,13 @@ int DlqCommands::Run(const common::CommonConfig& common) {
   dlq::QueueInfo q;
   const char* verb = o.list->parsed() ? "list" : o.replay->parsed() ? "replay" : "purge";
   std::vector<uint64_t> seqs;
-  if (o.verify->parsed() || o.rebuild->parsed()) {
+  const bool task_cmd = o.task->parsed();
+  if (task_cmd) {
+    if (!o.task_list->parsed() && !dlq::ValidTaskName(o.task_name)) {
+      std::cerr << "platformctl: '" << dlq::Printable(o.task_name) << "' is not a task name\n";
+      return 2;
+    }
+  } else if (o.verify->parsed() || o.rebuild->parsed()) {
     q = dlq::InfoFor(*dlq::ParseQueue(o.queue));
     if (o.verify->parsed()) {
       std::string text = o.seqs;
@@ -225,6 +281,15 @@ int DlqCommands::Run(const common::CommonConfig& common) {
     }
     sel = std::move(*parsed);
     q = dlq::InfoFor(*dlq::ParseQueue(o.queue));
+    if (o.replay->parsed() && !o.task_name.empty() && !dlq::ValidTaskName(o.task_name)) {
+      std::cerr << "platformctl: dlq replay: --task '" << dlq::Printable(o.task_name)
+                << "' is not a task name (1 to 64 of A-Z, a-z, 0-9, '-', '_')\n";
+      return 2;
+    }
+    if (o.replay->parsed() && o.allow_parallel && o.task_name.empty()) {
+      std::cerr << "platformctl: dlq replay: --allow-parallel needs --task\n";
+      return 2;
+    }
     if (o.replay->parsed() && o.rate_opt->count() > 0) {
       auto r = dlq::ParseRate(o.rate);
       if (!r) {
@@ -254,6 +319,10 @@ int DlqCommands::Run(const common::CommonConfig& common) {
     }
   }
 
+  // A task outlives the operator's terminal: closing it must not end the run half-way.
+  if ((o.replay->parsed() && !o.task_name.empty()) || (task_cmd && o.task_resume->parsed())) {
+    std::signal(SIGHUP, SIG_IGN);
+  }
   // Before the connection's threads start, so they inherit the blocked signals.
   common::StopSignal stop;
   common::NatsClient::Options no;
@@ -270,15 +339,36 @@ int DlqCommands::Run(const common::CommonConfig& common) {
   dlq::RunEnv env{**client, stop, std::cout, std::cerr,
                   isatty(STDOUT_FILENO) == 1 && isatty(STDERR_FILENO) == 1};
   int rc = 0;
-  if (o.verify->parsed())
+  if (task_cmd && o.task_list->parsed())
+    rc = dlq::RunTaskList(env, o.json);
+  else if (task_cmd && o.task_cancel->parsed())
+    rc = dlq::RunTaskCancel(env, o.task_name, static_cast<int64_t>(o.cancel_wait * 1000));
+  else if (task_cmd)
+    rc = dlq::RunTaskResume(env, o.task_name, o.json);
+  else if (o.verify->parsed())
     rc = dlq::RunVerify(env, q, seqs, o.json);
   else if (o.rebuild->parsed())
     rc = dlq::RunRebuild(env, q, o.replica, o.yes, o.json);
   else if (o.list->parsed())
     rc = dlq::RunList(env, q, *sel, o.json, o.summary);
-  else if (o.replay->parsed())
-    rc = dlq::RunReplay(env, q, *sel, rate, o.json);
-  else if (o.purge->parsed())
+  else if (o.replay->parsed() && !o.task_name.empty()) {
+    dlq::TaskStart start;
+    start.name = o.task_name;
+    start.queue = q;
+    start.spec = o.replay_sel.Spec();
+    start.describe = sel->Describe();
+    start.replay.rate = rate;
+    start.replay.json = o.json;
+    start.replay.to_subject = o.to_subject;
+    start.allow_parallel = o.allow_parallel;
+    rc = dlq::RunTaskStart(env, start);
+  } else if (o.replay->parsed()) {
+    dlq::ReplayOptions ro;
+    ro.rate = rate;
+    ro.json = o.json;
+    ro.to_subject = o.to_subject;
+    rc = dlq::RunReplay(env, q, *sel, ro);
+  } else if (o.purge->parsed())
     rc = dlq::RunPurge(env, q, *sel, o.yes, o.json);
   else
     rc = erase::RunErase(env, request, o.json);

@@ -211,6 +211,7 @@ void RunSummary::AddTo(std::vector<Group>& groups, uint64_t seq, const std::stri
 
 void RunSummary::Add(uint64_t seq, Outcome o, const std::string& why) {
   ++counts_[static_cast<int>(o)];
+  if (seq > count_above_) ++counted_[static_cast<int>(o)];
   if (o == Outcome::kSkipped) AddTo(skipped_, seq, why);
   if (o == Outcome::kFailed) AddTo(failed_, seq, why);
 }
@@ -226,7 +227,7 @@ bool RunSummary::complete() const {
 }
 
 void PrintSummaryText(const RunSummary& s, RunKind kind, const QueueInfo& q, std::ostream& out,
-                      bool verdict) {
+                      bool verdict, const std::string& continue_hint) {
   if (kind == RunKind::kReplay) {
     out << "replayed: " << s.count(Outcome::kReplayed) << "\n";
     out << "already there from an earlier run: " << s.count(Outcome::kAlreadyThere) << "\n";
@@ -244,7 +245,7 @@ void PrintSummaryText(const RunSummary& s, RunKind kind, const QueueInfo& q, std
     out << "  " << g.count << " x " << g.why << ": seq " << Seqs(g) << "\n";
   if (s.stopped()) {
     out << "stopped early: " << *s.stopped() << "; the rest of the selection is still in "
-        << q.dlq_stream << " (run the same command again to continue)\n";
+        << q.dlq_stream << (continue_hint.empty() ? "" : " (" + continue_hint + ")") << "\n";
   }
   if (verdict && !s.complete()) {
     out << Verb(kind) << " partly done: exit code 1\n";

@@ -81,6 +81,10 @@ class RunSummary {
   void MarkStopped(const std::string& why) { stopped_ = why; }
 
   uint64_t count(Outcome o) const { return counts_[static_cast<int>(o)]; }
+  // A resumed task: outcomes of sequences up to `seq` were counted by the run before (its batch
+  // was published when it died); counted() leaves them out, count() does not.
+  void CountAbove(uint64_t seq) { count_above_ = seq; }
+  uint64_t counted(Outcome o) const { return counted_[static_cast<int>(o)]; }
   uint64_t total() const;
   const std::optional<std::string>& stopped() const { return stopped_; }
   // Done: nothing skipped, nothing failed, not stopped early.
@@ -91,6 +95,8 @@ class RunSummary {
  private:
   static void AddTo(std::vector<Group>& groups, uint64_t seq, const std::string& why);
   uint64_t counts_[6] = {};
+  uint64_t counted_[6] = {};
+  uint64_t count_above_ = 0;
   std::vector<Group> skipped_, failed_;
   std::optional<std::string> stopped_;
 };
@@ -100,8 +106,10 @@ enum class RunKind { kReplay, kPurge, kErase };
 
 // verdict: end with "<verb> partly done: exit code 1" when the run is not complete (a caller
 // that has more to report prints its own verdict after it).
+// continue_hint: how to go on after a stop ("" for none: a task says it itself).
 void PrintSummaryText(const RunSummary& s, RunKind kind, const QueueInfo& q, std::ostream& out,
-                      bool verdict = true);
+                      bool verdict = true,
+                      const std::string& continue_hint = "run the same command again to continue");
 void PrintSummaryJson(const RunSummary& s, RunKind kind, const QueueInfo& q,
                       const std::string& selection, uint64_t end_seq, std::ostream& out);
 

@@ -1,6 +1,8 @@
 // `platformctl dlq replay`: the run loop (see dlq_run.h). Messages are published a batch at a
 // time (one round trip for the acks of the batch), and each DLQ copy is erased only after its
 // own publish was acknowledged; a stop request is looked at between batches only.
+#include <algorithm>
+#include <functional>
 #include <limits>
 #include <thread>
 #include <vector>
@@ -31,6 +33,11 @@ class PublishBatch {
       : env_(env), q_(q), publisher_(publisher), summary_(summary) {}
 
   size_t size() const { return seqs_.size(); }
+  // Called after a batch's publish was acknowledged, before its DLQ copies are erased: its first
+  // sequence, and how many the origin stream stored new and had already.
+  void OnPublished(std::function<void(uint64_t, uint64_t, uint64_t)> f) {
+    before_erase_ = std::move(f);
+  }
   void Add(uint64_t seq, common::OutMessage out) {
     seqs_.push_back(seq);
     outs_.push_back(std::move(out));
@@ -61,6 +68,10 @@ class PublishBatch {
       stored.push_back(seqs_[i]);
       // A duplicate after our own unanswered try is that try's: replayed now, not earlier.
       duplicate.push_back(acks[i]->duplicate && !retried_[i]);
+    }
+    if (before_erase_ && !stored.empty()) {
+      uint64_t dups = static_cast<uint64_t>(std::count(duplicate.begin(), duplicate.end(), true));
+      before_erase_(seqs_.front(), stored.size() - dups, dups);
     }
     auto erased = platformctl::nats_dlq::EraseAll(env_.client, q_.dlq_stream, stored, timeout);
     for (size_t i = 0; i < stored.size(); ++i) {
@@ -112,6 +123,7 @@ class PublishBatch {
   }
 
   std::vector<bool> retried_;
+  std::function<void(uint64_t, uint64_t, uint64_t)> before_erase_;
   RunEnv& env_;
   const QueueInfo& q_;
   platformctl::nats_dlq::BatchPublisher& publisher_;
@@ -122,22 +134,61 @@ class PublishBatch {
 
 }  // namespace
 
-int RunReplay(RunEnv& env, const QueueInfo& q, const Selection& sel, double rate, bool json) {
+int RunReplay(RunEnv& env, const QueueInfo& q, const Selection& sel, const ReplayOptions& o) {
+  const bool json = o.json;
   auto origin = ReadOrigin(env.client, q);
   if (!origin) return Fail(env, origin.error());
+  if (!o.to_subject.empty()) {
+    bool ours = false;
+    for (const auto& pattern : *origin ? (*origin)->subjects : std::vector<std::string>{}) {
+      ours = ours || SubjectMatches(pattern, o.to_subject);
+    }
+    if (!ours) {
+      env.err << "platformctl: --to-subject " << Printable(o.to_subject) << " is not a subject of "
+              << q.origin_stream << "\n";
+      return 2;
+    }
+  }
   auto publisher = platformctl::nats_dlq::BatchPublisher::Create(env.client);
   if (!publisher) return Fail(env, publisher.error());
-  auto walk = OpenWalk(env.client, q, sel.FilterSubject(q), sel.StartSeq(), sel.StartTimeNs(),
-                       sel.EndSeq(std::numeric_limits<uint64_t>::max()), false);
+  const bool resumed = o.start_seq > 1;
+  auto walk =
+      OpenWalk(env.client, q, sel.FilterSubject(q),
+               resumed ? std::max(o.start_seq, sel.StartSeq()) : sel.StartSeq(),
+               resumed ? 0 : sel.StartTimeNs(),
+               o.end_seq > 0 ? o.end_seq : sel.EndSeq(std::numeric_limits<uint64_t>::max()), false);
   if (!walk) return Fail(env, walk.error());
+  if (o.started) o.started(walk->end_seq);
   if (!json) {
-    env.out << "replay " << q.dlq_stream << " (" << sel.Describe() << ") to " << q.origin_stream
-            << ", up to seq " << walk->end_seq << ", the last when the run started\n";
+    env.out << "replay " << q.dlq_stream << " (" << sel.Describe() << ") to "
+            << (o.to_subject.empty() ? q.origin_stream : Printable(o.to_subject))
+            << (resumed ? ", from seq " + std::to_string(o.start_seq) : std::string())
+            << ", up to seq " << walk->end_seq
+            << (o.end_seq > 0 ? ", the task's end" : ", the last when the run started") << "\n";
   }
 
   RunSummary summary;
+  summary.CountAbove(o.count_above);
   PublishBatch batch(env, q, **publisher, summary);
-  Pacer pacer(rate);
+  Pacer pacer(o.rate);
+  // Every message below next_seq is finished; it moves when nothing gathered waits unpublished.
+  uint64_t next_seq = o.start_seq > 0 ? o.start_seq : 1;
+  auto last_flush = Clock::now();
+  constexpr auto kPacedFlush = std::chrono::milliseconds(250);
+  uint64_t last_seen = 0;
+  if (o.published) {
+    batch.OnPublished([&](uint64_t first, uint64_t stored, uint64_t dups) {
+      o.published(first, last_seen, summary, stored, dups);
+    });
+  }
+  auto tell = [&]() {
+    if (batch.size() == 0 && last_seen > 0) next_seq = std::max(next_seq, last_seen + 1);
+    if (!o.progress) return true;
+    std::string why;
+    if (o.progress(next_seq, summary, batch.size() == 0, why)) return true;
+    summary.MarkStopped(why);
+    return false;
+  };
   Progress progress(env.err, env.progress);
   const auto start = Clock::now();
   uint64_t looked_at = 0;
@@ -147,12 +198,20 @@ int RunReplay(RunEnv& env, const QueueInfo& q, const Selection& sel, double rate
   };
   // Messages gathered but not yet published are simply left in the DLQ by a stop.
   const bool whole = ForEachInWalk(env, *walk, summary, looked_at, [&](StoredMessage& m) {
-    if (!sel.Matches(EntryOf(q, m))) return true;
+    if (!sel.Matches(EntryOf(q, m))) {
+      last_seen = m.seq;
+      return tell();
+    }
     if (auto wait = pacer.Next(Clock::now() - start); wait.count() > 0) {
-      // Paced: publish what is gathered before sleeping, so nothing waits half-done.
+      // Paced: what is gathered is published at least every kPacedFlush (a stop leaves what
+      // was gathered and not published in the DLQ, untouched).
       auto due = Clock::now() + wait;
-      if (!batch.Flush()) return false;
-      show();
+      if (Clock::now() - last_flush >= kPacedFlush) {
+        if (!batch.Flush()) return false;
+        last_flush = Clock::now();
+        show();
+        if (!tell()) return false;
+      }
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(due - Clock::now());
       if (left.count() > 0 && env.stop.WaitFor(left)) {
         summary.MarkStopped(kInterrupted);
@@ -160,23 +219,31 @@ int RunReplay(RunEnv& env, const QueueInfo& q, const Selection& sel, double rate
       }
     }
     ReplayPlan plan = PlanReplay(q, m.seq, m.headers, std::move(m.data), *origin);
+    last_seen = m.seq;
     if (!plan.publish) {
       summary.Add(m.seq, Outcome::kSkipped, plan.skip_why);
-      return true;
+      return tell();
     }
+    if (!o.to_subject.empty()) plan.out.subject = o.to_subject;
     batch.Add(m.seq, std::move(plan.out));
     if (batch.size() >= kBatch) {
       if (!batch.Flush()) return false;
       show();
     }
-    return true;
+    return tell();
   });
-  if (whole) batch.Flush();
+  bool flushed = !whole || batch.Flush();
+  if (whole && flushed) {
+    last_seen = walk->end_seq;  // the walk ended: every sequence up to its end is looked at
+    tell();
+  }
+  if (o.finished) o.finished(summary, whole && flushed, next_seq);
   progress.Clear();
   if (json)
     PrintSummaryJson(summary, RunKind::kReplay, q, sel.Describe(), walk->end_seq, env.out);
   else
-    PrintSummaryText(summary, RunKind::kReplay, q, env.out);
+    PrintSummaryText(summary, RunKind::kReplay, q, env.out, true,
+                     o.progress ? "" : "run the same command again to continue");
   return summary.complete() ? 0 : 1;
 }
 

@@ -37,7 +37,35 @@ struct RunEnv {
 };
 
 int RunList(RunEnv& env, const QueueInfo& q, const Selection& sel, bool json, bool summary);
-int RunReplay(RunEnv& env, const QueueInfo& q, const Selection& sel, double rate, bool json);
+// How a replay runs beyond its selection: pace, destination, and for a task (dlq_task_run.h)
+// where it resumes and whom it tells.
+struct ReplayOptions {
+  double rate = 0;  // messages per second; 0: unpaced
+  bool json = false;
+  // A subject of the origin stream every message goes to instead of its own (a quarantine or a
+  // test consumer); empty: each message's origin subject.
+  std::string to_subject;
+  uint64_t start_seq = 0;  // resume here (0: the selection's start)
+  uint64_t end_seq = 0;    // end here (0: the DLQ's last sequence now, or --to)
+  // The walk's last sequence, once known.
+  std::function<void(uint64_t end_seq)> started;
+  // After every message: `next_seq`, below which every message is finished, and the summary;
+  // `settled` when nothing is gathered but unpublished (the summary's counts then match
+  // next_seq exactly). False: stop now (the task was cancelled or taken over); `why` says so.
+  std::function<bool(uint64_t next_seq, const RunSummary& s, bool settled, std::string& why)>
+      progress;
+  // A batch was published and acknowledged; its DLQ copies are erased next. first_seq: the
+  // batch's first (every message before it is finished); last_seq: the last message looked
+  // at; stored, duplicates: how many the origin stream took, or had already.
+  std::function<void(uint64_t first_seq, uint64_t last_seq, const RunSummary& s, uint64_t stored,
+                     uint64_t duplicates)>
+      published;
+  uint64_t count_above = 0;  // RunSummary::CountAbove
+  // At the end: the summary, whether the walk reached its end, and next_seq.
+  std::function<void(const RunSummary& s, bool whole, uint64_t next_seq)> finished;
+};
+
+int RunReplay(RunEnv& env, const QueueInfo& q, const Selection& sel, const ReplayOptions& o);
 int RunPurge(RunEnv& env, const QueueInfo& q, const Selection& sel, bool yes, bool json);
 
 // Shared with `platformctl erase`.

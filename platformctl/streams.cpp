@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "common/timefmt.h"
@@ -101,6 +102,51 @@ common::Result<std::vector<StreamView>> CollectStreams(common::NatsClient& clien
       views.push_back(platformctl::backlog::Compute(std::nullopt, (*first)[i]));
   }
   return views;
+}
+
+int WatchStreams(common::NatsClient& client, const StreamsOptions& options, common::Millis every,
+                 common::StopFlag& stop, bool json, std::ostream& out, std::ostream& err) {
+  auto before = ReadStreams(client, options.only);
+  if (!before) {
+    err << "platformctl: " << before.error().message << "\n";
+    return 3;
+  }
+  auto print = [&](const std::vector<StreamView>& views) {
+    if (json) {
+      std::ostringstream one;
+      PrintStreamsJson(views, one);
+      std::string line = one.str();
+      for (char& c : line) c = c == '\n' ? ' ' : c;  // one object per line
+      out << line << "\n";
+    } else {
+      PrintStreamsText(views, out);
+      out << "\n";
+    }
+    out.flush();
+  };
+  std::vector<StreamView> first;
+  for (const auto& r : *before) first.push_back(platformctl::backlog::Compute(std::nullopt, r));
+  print(first);
+  while (!stop.WaitFor(every)) {
+    std::vector<std::string> names;  // the same streams, in the same order
+    for (const auto& r : *before) names.push_back(r.name);
+    auto now = names.empty() ? ReadStreams(client, options.only) : ReadStreams(client, names);
+    if (!now) {
+      err << "platformctl: a reading failed (" << now.error().message << "); trying again in "
+          << every.count() / 1000.0 << " s\n";
+      continue;
+    }
+    std::vector<StreamView> views;
+    for (size_t i = 0; i < now->size(); ++i) {
+      if (i < before->size() && (*before)[i].name == (*now)[i].name)
+        views.push_back(platformctl::backlog::Compute((*before)[i], (*now)[i]));
+      else
+        views.push_back(platformctl::backlog::Compute(std::nullopt, (*now)[i]));
+    }
+    print(views);
+    before = std::move(now);
+  }
+  return 0;
 }
 
 void PrintStreamsText(const std::vector<StreamView>& views, std::ostream& out) {

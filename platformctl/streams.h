@@ -13,6 +13,7 @@
 
 #include "common/nats_client.h"
 #include "common/result.h"
+#include "common/stop_signal.h"
 #include "platformctl/backlog.h"
 #include "platformctl/nats_admin_request.h"
 
@@ -31,6 +32,12 @@ common::Result<std::vector<platformctl::backlog::StreamView>> CollectStreams(
 common::Result<std::vector<platformctl::backlog::StreamReading>> ReadStreams(
     common::NatsClient& client, const std::vector<std::string>& only,
     common::Millis patience = platformctl::nats_admin::kClusterPatience);
+
+// `streams --watch`: a reading every `every`, each printed with the rates since the one before
+// (text: a table per reading; json: one object per line), until `stop`. A reading that fails is
+// said on `err` and tried again at the next one. Returns 0, or 3 when the first reading fails.
+int WatchStreams(common::NatsClient& client, const StreamsOptions& options, common::Millis every,
+                 common::StopFlag& stop, bool json, std::ostream& out, std::ostream& err);
 
 void PrintStreamsText(const std::vector<platformctl::backlog::StreamView>& views,
                       std::ostream& out);

@@ -1,0 +1,393 @@
+#include "platformctl/dlq_task_run.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <iomanip>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "common/nats_kv.h"
+#include "common/timefmt.h"
+#include "common/topology.h"
+
+namespace platformctl::dlq {
+namespace {
+
+using common::ErrorKind;
+
+int64_t NowMs() { return common::NowUnixNs() / 1'000'000; }
+
+std::string RunnerName() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return std::string(host[0] ? host : "unknown") + ":" + std::to_string(getpid());
+}
+
+std::string Time(int64_t ms) { return ms > 0 ? common::FormatRfc3339(ms * 1'000'000) : "-"; }
+
+common::Result<std::unique_ptr<common::KvBucket>> OpenBucket(RunEnv& env) {
+  auto b = common::KvBucket::Bind(env.client, common::topology::kDlqTasksBucket);
+  if (!b && b.error().kind != ErrorKind::kRetryable) {
+    return common::Error::Invalid(std::string("the KV bucket ") +
+                                  common::topology::kDlqTasksBucket +
+                                  " cannot be used (run platformctl init): " + b.error().message);
+  }
+  return b;
+}
+
+int Refuse(RunEnv& env, const std::string& why) {
+  env.err << "platformctl: " << why << "\n";
+  return 2;
+}
+
+int FailTask(RunEnv& env, const common::Error& e) {
+  return e.kind == ErrorKind::kInvalid ? Refuse(env, e.message) : Fail(env, e);
+}
+
+struct Loaded {
+  TaskRecord t;
+  uint64_t rev = 0;
+};
+
+common::Result<std::optional<Loaded>> Load(common::KvBucket& kv, const std::string& name) {
+  auto v = kv.Get(name);
+  if (!v) return v.error();
+  if (!*v) return std::optional<Loaded>();
+  auto t = DecodeTask((*v)->value);
+  if (!t) return common::Error::Invalid("task " + name + ": " + t.error().message);
+  return std::optional<Loaded>(Loaded{std::move(*t), (*v)->revision});
+}
+
+common::Result<std::vector<TaskRecord>> LoadAll(common::KvBucket& kv) {
+  auto keys = kv.Keys();
+  if (!keys) return keys.error();
+  std::sort(keys->begin(), keys->end());
+  std::vector<TaskRecord> out;
+  for (const auto& k : *keys) {
+    auto l = Load(kv, k);
+    if (!l) {
+      if (l.error().kind == ErrorKind::kInvalid) continue;  // not ours: not listed
+      return l.error();
+    }
+    if (*l) out.push_back(std::move((*l)->t));
+  }
+  return out;
+}
+
+// Keeps a task's record current while RunReplay runs it: progress and a heartbeat at least
+// every kTaskHeartbeatMs, by compare-and-set, so a cancel or a take-over in between is seen.
+class Keeper {
+ public:
+  Keeper(RunEnv& env, common::KvBucket& kv, Loaded l)
+      : env_(env), kv_(kv), t_(std::move(l.t)), rev_(l.rev), base_(t_) {}
+
+  ReplayOptions Hook(ReplayOptions o) {
+    o.started = [this](uint64_t end_seq) {
+      if (t_.end_seq == 0) t_.end_seq = end_seq;
+      std::string why;
+      Write(why, true);
+    };
+    o.progress = [this](uint64_t next_seq, const RunSummary& s, bool settled, std::string& why) {
+      if (settled) {
+        t_.next_seq = next_seq;
+        Count(s);
+      }
+      return Write(why, false);
+    };
+    o.published = [this](uint64_t first, uint64_t last, const RunSummary& s, uint64_t stored,
+                         uint64_t dups) {
+      // Written before the batch's DLQ copies are erased: a runner that dies now leaves them
+      // counted, and the run that resumes publishes them again without counting them twice.
+      t_.next_seq = std::max(t_.next_seq, first);
+      t_.counted_through = std::max(t_.counted_through, last);
+      Count(s);
+      t_.replayed += stored;
+      t_.already += dups;
+      std::string why;
+      Write(why, true);
+    };
+    o.finished = [this](const RunSummary& s, bool whole, uint64_t next_seq) {
+      t_.next_seq = std::max(t_.next_seq, next_seq);
+      Count(s);
+      Finish(s, whole);
+    };
+    return o;
+  }
+
+  const TaskRecord& record() const { return t_; }
+  bool lost() const { return lost_; }
+
+ private:
+  void Count(const RunSummary& s) {
+    t_.replayed = base_.replayed + s.counted(Outcome::kReplayed);
+    t_.already = base_.already + s.counted(Outcome::kAlreadyThere);
+    t_.skipped = base_.skipped + s.counted(Outcome::kSkipped);
+    t_.failed = base_.failed + s.counted(Outcome::kFailed);
+  }
+
+  // False (with why) when the record says stop: cancelled, or another runner took it over.
+  bool Write(std::string& why, bool force) {
+    if (cancelled_ || lost_) return false;
+    int64_t now = NowMs();
+    if (!force && now - t_.updated_ms < kTaskHeartbeatMs) return true;
+    t_.updated_ms = now;
+    auto rev = kv_.Update(t_.name, EncodeTask(t_), rev_);
+    if (rev) {
+      rev_ = *rev;
+      return true;
+    }
+    if (rev.error().kind == ErrorKind::kRetryable) return true;  // NATS away: the run will tell
+    return Reload(why);
+  }
+
+  // Someone else wrote the record: a cancel, or a resume that counted this runner gone.
+  bool Reload(std::string& why) {
+    auto l = Load(kv_, t_.name);
+    if (!l || !*l) {
+      why = "the task's record could not be read back: stopped";
+      lost_ = true;
+      return false;
+    }
+    if ((*l)->t.runner != t_.runner) {
+      why = "taken over by " + (*l)->t.runner + ": stopped here";
+      lost_ = true;
+      return false;
+    }
+    rev_ = (*l)->rev;
+    if ((*l)->t.state == TaskState::kCancelling) {
+      cancelled_ = true;
+      t_.note = (*l)->t.note;
+      why = "cancelled" + (t_.note.empty() ? std::string() : " (" + t_.note + ")");
+      return false;
+    }
+    std::string again;
+    return Write(again, true);
+  }
+
+  void Finish(const RunSummary& s, bool whole) {
+    if (lost_) return;
+    if (cancelled_) {
+      t_.state = TaskState::kCancelled;
+    } else if (whole) {
+      t_.state = TaskState::kDone;
+      t_.note.clear();
+    } else {
+      t_.state = TaskState::kStopped;
+      t_.note = s.stopped() ? *s.stopped() : "stopped";
+    }
+    for (int tries = 0; tries < 3; ++tries) {
+      t_.updated_ms = NowMs();
+      auto rev = kv_.Update(t_.name, EncodeTask(t_), rev_);
+      if (rev) return;
+      auto l = Load(kv_, t_.name);
+      if (!l || !*l || (*l)->t.runner != t_.runner) break;
+      rev_ = (*l)->rev;
+      if ((*l)->t.state == TaskState::kCancelling) {
+        t_.state = TaskState::kCancelled;
+        t_.note = (*l)->t.note;
+      }
+    }
+    env_.err << "platformctl: task " << t_.name << ": its final state (" << TaskStateName(t_.state)
+             << ") could not be recorded; `dlq task list` shows it as running until its runner "
+                "counts as gone\n";
+  }
+
+  RunEnv& env_;
+  common::KvBucket& kv_;
+  TaskRecord t_;
+  uint64_t rev_;
+  TaskRecord base_;  // the counts before this run (a resumed task's earlier runs)
+  bool cancelled_ = false;
+  bool lost_ = false;
+};
+
+int RunTask(RunEnv& env, common::KvBucket& kv, Loaded l, ReplayOptions o) {
+  auto q = ParseQueue(l.t.queue);
+  auto sel = Selection::Parse(l.t.selection);
+  if (!q || !sel) return Refuse(env, "task " + l.t.name + ": its selection no longer parses");
+  QueueInfo info = InfoFor(*q);
+  o.rate = l.t.rate;
+  o.to_subject = l.t.to_subject;
+  o.start_seq = l.t.next_seq;
+  o.end_seq = l.t.end_seq;
+  o.count_above = l.t.counted_through;
+  const bool json = o.json;
+  Keeper keeper(env, kv, std::move(l));
+  int rc = RunReplay(env, info, *sel, keeper.Hook(std::move(o)));
+  const TaskRecord& t = keeper.record();
+  if (!json) {
+    env.out << "task " << t.name << ": " << TaskStateName(t.state) << " at seq " << t.next_seq
+            << " of " << t.end_seq << "; in all its runs: replayed " << t.replayed
+            << ", already there " << t.already << ", skipped " << t.skipped << ", failed "
+            << t.failed << "\n";
+    if (t.state == TaskState::kStopped) {
+      env.out << "resume it with: platformctl dlq task resume " << t.name << "\n";
+    }
+  }
+  return rc == 0 && (t.state == TaskState::kDone || keeper.lost()) ? rc : std::max(rc, 1);
+}
+
+}  // namespace
+
+int RunTaskStart(RunEnv& env, const TaskStart& start) {
+  if (!ValidTaskName(start.name)) {
+    return Refuse(env, "--task '" + Printable(start.name) +
+                           "' is not a task name (1 to 64 of A-Z, a-z, 0-9, '-', '_')");
+  }
+  auto kv = OpenBucket(env);
+  if (!kv) return FailTask(env, kv.error());
+  if (!start.allow_parallel) {
+    auto all = LoadAll(**kv);
+    if (!all) return FailTask(env, all.error());
+    auto blocking = BlockingTasks(*all, start.queue.name);
+    if (!blocking.empty()) {
+      std::string names;
+      for (const auto& n : blocking) names += (names.empty() ? "" : ", ") + n;
+      return Refuse(env, "task " + names + " still holds " + start.queue.dlq_stream +
+                             " (resume or cancel it first; --allow-parallel runs beside it)");
+    }
+  }
+  TaskRecord t;
+  t.name = start.name;
+  t.queue = start.queue.name;
+  t.selection = start.spec;
+  t.describe = start.describe;
+  t.rate = start.replay.rate;
+  t.to_subject = start.replay.to_subject;
+  t.state = TaskState::kRunning;
+  t.runner = RunnerName();
+  t.started_ms = t.updated_ms = NowMs();
+  t.parallel = start.allow_parallel;
+  auto rev = (*kv)->Create(t.name, EncodeTask(t));
+  if (!rev) {
+    if (rev.error().kind == ErrorKind::kRetryable) return Fail(env, rev.error());
+    return Refuse(env, "a task named " + t.name +
+                           " exists (see platformctl dlq task list; resume it, or choose another "
+                           "name)");
+  }
+  if (!start.replay.json) env.out << "task " << t.name << " started by " << t.runner << "\n";
+  return RunTask(env, **kv, Loaded{std::move(t), *rev}, start.replay);
+}
+
+int RunTaskResume(RunEnv& env, const std::string& name, bool json) {
+  auto kv = OpenBucket(env);
+  if (!kv) return FailTask(env, kv.error());
+  auto l = Load(**kv, name);
+  if (!l) return FailTask(env, l.error());
+  if (!*l) return Refuse(env, "no task named " + Printable(name));
+  std::string refusal = ResumeRefusal((*l)->t, NowMs());
+  if (!refusal.empty()) return Refuse(env, "task " + name + " cannot be resumed: " + refusal);
+  Loaded taken = std::move(**l);
+  std::string previous = taken.t.runner;
+  taken.t.state = TaskState::kRunning;
+  taken.t.runner = RunnerName();
+  taken.t.updated_ms = NowMs();
+  taken.t.note = "resumed from " + previous + " at seq " + std::to_string(taken.t.next_seq);
+  auto rev = (*kv)->Update(name, EncodeTask(taken.t), taken.rev);
+  if (!rev) {
+    if (rev.error().kind == ErrorKind::kRetryable) return Fail(env, rev.error());
+    return Refuse(env, "task " + name +
+                           " changed meanwhile (another platformctl resumed or "
+                           "cancelled it): look again with dlq task list");
+  }
+  taken.rev = *rev;
+  if (!json) env.out << "task " << name << " resumed by " << taken.t.runner << "\n";
+  ReplayOptions o;
+  o.json = json;
+  return RunTask(env, **kv, std::move(taken), o);
+}
+
+int RunTaskCancel(RunEnv& env, const std::string& name, int64_t wait_ms) {
+  auto kv = OpenBucket(env);
+  if (!kv) return FailTask(env, kv.error());
+  auto l = Load(**kv, name);
+  if (!l) return FailTask(env, l.error());
+  if (!*l) return Refuse(env, "no task named " + Printable(name));
+  Loaded cur = std::move(**l);
+  const int64_t now = NowMs();
+  if (cur.t.state == TaskState::kCancelled) {
+    env.out << "task " << name << " is cancelled already\n";
+    return 0;
+  }
+  if (cur.t.state == TaskState::kDone)
+    return Refuse(env, "task " + name + " is done: nothing to cancel");
+  const bool live = !RunnerGone(cur.t, now) && cur.t.state != TaskState::kStopped;
+  cur.t.note = "cancelled by " + RunnerName() + " at " + Time(now);
+  cur.t.state = live ? TaskState::kCancelling : TaskState::kCancelled;
+  if (!live) cur.t.updated_ms = now;
+  auto rev = (*kv)->Update(name, EncodeTask(cur.t), cur.rev);
+  if (!rev) {
+    if (rev.error().kind == ErrorKind::kRetryable) return Fail(env, rev.error());
+    return Refuse(env, "task " + name + " changed meanwhile: look again with dlq task list");
+  }
+  if (!live) {
+    env.out << "task " << name << " cancelled (no runner was working on it) at seq "
+            << cur.t.next_seq << " of " << cur.t.end_seq << "\n";
+    return 0;
+  }
+  env.out << "task " << name << ": asked its runner " << cur.t.runner
+          << " to stop after its current batch\n";
+  const int64_t until = now + wait_ms;
+  while (NowMs() < until && !env.stop.stopping()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    auto again = Load(**kv, name);
+    if (again && *again && (*again)->t.state == TaskState::kCancelled) {
+      const TaskRecord& t = (*again)->t;
+      env.out << "task " << name << " cancelled at seq " << t.next_seq << " of " << t.end_seq
+              << ": replayed " << t.replayed << ", already there " << t.already << ", skipped "
+              << t.skipped << ", failed " << t.failed << "\n";
+      return 0;
+    }
+  }
+  env.out << "task " << name << ": its runner has not confirmed yet; it stops after its current "
+          << "batch (dlq task list shows when)\n";
+  return 1;
+}
+
+int RunTaskList(RunEnv& env, bool json) {
+  auto kv = OpenBucket(env);
+  if (!kv) return FailTask(env, kv.error());
+  auto all = LoadAll(**kv);
+  if (!all) return FailTask(env, all.error());
+  const int64_t now = NowMs();
+  if (json) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& t : *all) {
+      nlohmann::json j = nlohmann::json::parse(EncodeTask(t));
+      j.erase("v");
+      j["status"] = TaskStatus(t, now);
+      j["runner_gone"] = RunnerGone(t, now);
+      arr.push_back(std::move(j));
+    }
+    env.out << nlohmann::json{{"tasks", arr}, {"read_at", Time(now)}}.dump() << "\n";
+    return 0;
+  }
+  if (all->empty()) {
+    env.out << "no redrive tasks (platformctl dlq replay --task NAME starts one)\n";
+    return 0;
+  }
+  env.out << std::left << std::setw(20) << "TASK" << std::setw(6) << "QUEUE" << std::setw(28)
+          << "STATE" << std::setw(16) << "SEQ" << std::right << std::setw(9) << "REPLAYED"
+          << std::setw(9) << "ALREADY" << std::setw(9) << "SKIPPED" << std::setw(8) << "FAILED"
+          << "  " << std::left << std::setw(8) << "RATE"
+          << "UPDATED                   RUNNER / "
+          << "SELECTION\n";
+  for (const auto& t : *all) {
+    std::string seq =
+        std::to_string(t.next_seq > 0 ? t.next_seq - 1 : 0) + "/" + std::to_string(t.end_seq);
+    std::string rate = t.rate > 0 ? std::to_string(static_cast<int64_t>(t.rate)) + "/s" : "-";
+    env.out << std::left << std::setw(20) << t.name << std::setw(6) << t.queue << std::setw(28)
+            << TaskStatus(t, now) << std::setw(16) << seq << std::right << std::setw(9)
+            << t.replayed << std::setw(9) << t.already << std::setw(9) << t.skipped << std::setw(8)
+            << t.failed << "  " << std::left << std::setw(8) << rate << std::setw(26)
+            << Time(t.updated_ms) << Printable(t.runner) << " / " << Printable(t.describe)
+            << (t.to_subject.empty() ? "" : " -> " + Printable(t.to_subject))
+            << (t.note.empty() ? "" : " (" + Printable(t.note) + ")") << "\n";
+  }
+  return 0;
+}
+
+}  // namespace platformctl::dlq

@@ -1,0 +1,222 @@
+// Redrive tasks against a real nats-server: `dlq replay --task` records its progress in KV
+// dlq_tasks; `dlq task list|cancel|resume` from other processes; a runner killed with -9 is
+// resumed where it stopped, nothing published twice, the counts right; --to-subject;
+// `streams --watch`.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "common/dead_letter.h"
+#include "platformctl/dlq_replay.h"
+#include "tests/platformctl/dlq_fixture.h"
+
+using testsupport::TestStack;
+
+namespace {
+
+void SeedWeb(common::NatsClient& client, int n, const std::string& tag) {
+  std::vector<common::OutMessage> msgs;
+  for (int i = 1; i <= n; ++i) {
+    dlqtest::Seed s;
+    s.key = "site-" + std::to_string(i % 4);
+    s.visitor = "v" + std::to_string(i % 7);
+    s.reason = "umami failed this event 4 times while its health checks passed";
+    s.origin_seq = static_cast<uint64_t>(i);
+    s.msg_id = tag + "-" + std::to_string(i);
+    msgs.push_back(dlqtest::DeadLetter(s));
+  }
+  dlqtest::PublishAll(client, msgs);
+}
+
+testsupport::ChildProcess StartCtl(const TestStack& stack, const std::string& args,
+                                   const std::string& log) {
+  std::vector<std::string> argv{testsupport::BinaryDir() + "/platformctl/platformctl"};
+  size_t at = 0;
+  while (at < args.size()) {
+    size_t sp = args.find(' ', at);
+    if (sp == std::string::npos) sp = args.size();
+    if (sp > at) argv.push_back(args.substr(at, sp - at));
+    at = sp + 1;
+  }
+  return testsupport::ChildProcess(argv, {{"NATS_URL", stack.Env("NATS_URL")}}, log);
+}
+
+nlohmann::json Task(const TestStack& stack, const std::string& name) {
+  auto r = dlqtest::Ctl(stack, "dlq task list --json");
+  REQUIRE(r.rc == 0);
+  const nlohmann::json all = nlohmann::json::parse(r.out);
+  for (const auto& t : all["tasks"]) {
+    if (t["name"] == name) return t;
+  }
+  FAIL("no task " << name << " in " << r.out);
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a redrive task is listed while it runs, cancelled from another process, and keeps "
+    "the rest in the DLQ",
+    "[integration][dlq][task]") {
+  TestStack stack({"nats"});
+  dlqtest::Init(stack);
+  auto client = testsupport::ConnectNats(stack);
+  SeedWeb(*client, 600, "c");
+
+  auto runner = StartCtl(stack, "dlq replay --queue web --all --rate 150/s --task drain-1",
+                         stack.dir() + "/r1.log");
+  REQUIRE(testsupport::WaitFor(
+      [&] {
+        auto t = Task(stack, "drain-1");
+        return t["state"] == "running" && t["replayed"].get<uint64_t>() > 0;
+      },
+      15'000));
+  auto t = Task(stack, "drain-1");
+  CHECK(t["runner_gone"] == false);
+  CHECK(t["end_seq"] == 600);
+  CHECK(t["queue"] == "web");
+
+  // One task per DLQ: a second one is refused while this one holds WEB_DLQ.
+  auto second = dlqtest::Ctl(stack, "dlq replay --queue web --all --task drain-2");
+  CHECK(second.rc == 2);
+  CHECK(second.err.find("drain-1 still holds WEB_DLQ") != std::string::npos);
+  // The same name again is refused too, and a resume while its runner lives.
+  CHECK(dlqtest::Ctl(stack, "dlq replay --queue web --all --task drain-1 --allow-parallel").rc ==
+        2);
+  auto early = dlqtest::Ctl(stack, "dlq task resume drain-1");
+  CHECK(early.rc == 2);
+  CHECK(early.err.find("is alive") != std::string::npos);
+
+  auto cancel = dlqtest::Ctl(stack, "dlq task cancel drain-1");
+  INFO(cancel.out << cancel.err);
+  CHECK(cancel.rc == 0);
+  CHECK(cancel.out.find("cancelled at seq") != std::string::npos);
+  CHECK(runner.Wait(15'000) == 1);
+  t = Task(stack, "drain-1");
+  CHECK(t["state"] == "cancelled");
+  const uint64_t replayed = t["replayed"].get<uint64_t>();
+  CHECK(replayed > 0);
+  CHECK(replayed < 600);
+  // The counts are what happened: each replayed message is on WEB_EVENTS once, the rest kept.
+  CHECK(dlqtest::Count(*client, "WEB_EVENTS") == replayed);
+  CHECK(dlqtest::Count(*client, "WEB_DLQ") == 600 - replayed);
+  CHECK(dlqtest::Ctl(stack, "dlq task resume drain-1").rc == 2);  // cancelled: not resumable
+  // Once it is finished, another task may take WEB_DLQ.
+  auto rest = dlqtest::Ctl(stack, "dlq replay --queue web --all --task drain-3");
+  INFO(rest.out << rest.err);
+  CHECK(rest.rc == 0);
+  CHECK(Task(stack, "drain-3")["state"] == "done");
+  CHECK(dlqtest::Count(*client, "WEB_EVENTS") == 600);
+  CHECK(dlqtest::Count(*client, "WEB_DLQ") == 0);
+  CHECK(dlqtest::AllOutput().find(dlqtest::kMarker) == std::string::npos);
+}
+
+TEST_CASE(
+    "a redrive task whose runner is killed with -9 is resumed where it stopped: nothing "
+    "published twice, the counts right",
+    "[integration][dlq][task]") {
+  TestStack stack({"nats"});
+  dlqtest::Init(stack);
+  auto client = testsupport::ConnectNats(stack);
+  constexpr uint64_t kN = 2000;
+  SeedWeb(*client, static_cast<int>(kN), "k");
+
+  auto runner = StartCtl(stack, "dlq replay --queue web --all --rate 400/s --task kill-me",
+                         stack.dir() + "/r2.log");
+  REQUIRE(testsupport::WaitFor(
+      [&] { return Task(stack, "kill-me")["replayed"].get<uint64_t>() >= 300; }, 20'000));
+  runner.Signal(SIGKILL);
+  runner.Wait(5000);
+  auto t = Task(stack, "kill-me");
+  CHECK(t["state"] == "running");  // its runner cannot say otherwise
+  const uint64_t next = t["next_seq"].get<uint64_t>();
+  REQUIRE(next > 1);
+
+  // A runner that died between a batch's publish and its erase: the next DLQ message published
+  // already, under the id a replay gives it. The resumed run publishes it again and the stream
+  // drops the copy: "already there".
+  auto held = dlqtest::ReadAll(*client, "WEB_DLQ");
+  REQUIRE(!held.empty());
+  const auto& first = held.front();
+  REQUIRE(first.seq >= next);
+  common::OutMessage copy;  // seed i is DLQ seq i, its original id k-<i>
+  copy.subject = "web.events.site-" + std::to_string(first.seq % 4);
+  copy.data = first.data;
+  copy.msg_id =
+      platformctl::dlq::ReplayMsgId("k-" + std::to_string(first.seq), "WEB_DLQ", first.seq);
+  REQUIRE(common::PublishSync(*client, copy));
+
+  // Its runner counts as gone only after 30 s without a heartbeat.
+  auto early = dlqtest::Ctl(stack, "dlq task resume kill-me");
+  CHECK(early.rc == 2);
+  REQUIRE(
+      testsupport::WaitFor([&] { return Task(stack, "kill-me")["runner_gone"] == true; }, 40'000));
+  auto listed = dlqtest::Ctl(stack, "dlq task list");
+  CHECK(listed.out.find("runner gone") != std::string::npos);
+
+  auto resumed = dlqtest::Ctl(stack, "dlq task resume kill-me");
+  INFO(resumed.out << resumed.err);
+  CHECK(resumed.rc == 0);
+  CHECK(resumed.out.find("from seq " + std::to_string(next)) != std::string::npos);
+  t = Task(stack, "kill-me");
+  CHECK(t["state"] == "done");
+  CHECK(t["replayed"].get<uint64_t>() + t["already"].get<uint64_t>() == kN);
+  CHECK(t["already"].get<uint64_t>() >= 1);  // the copy above, dropped by the stream
+  CHECK(resumed.out.find("already there from an earlier run: 0") == std::string::npos);
+  CHECK(dlqtest::Count(*client, "WEB_DLQ") == 0);
+  // Every message once on WEB_EVENTS, each under its own replay id.
+  auto events = dlqtest::ReadAll(*client, "WEB_EVENTS");
+  CHECK(events.size() == kN);
+  std::set<std::string> ids;
+  for (const auto& e : events) ids.insert(e.msg_id);
+  CHECK(ids.size() == kN);
+}
+
+TEST_CASE("--to-subject sends a redrive to another subject of the origin stream only",
+          "[integration][dlq][task]") {
+  TestStack stack({"nats"});
+  dlqtest::Init(stack);
+  auto client = testsupport::ConnectNats(stack);
+  SeedWeb(*client, 20, "q");
+  auto bad = dlqtest::Ctl(stack, "dlq replay --queue web --all --to-subject web.other.x");
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("not a subject of WEB_EVENTS") != std::string::npos);
+  CHECK(dlqtest::Count(*client, "WEB_DLQ") == 20);
+  auto ok = dlqtest::Ctl(stack,
+                         "dlq replay --queue web --all --to-subject web.events.quarantine "
+                         "--task quarantine");
+  INFO(ok.out << ok.err);
+  CHECK(ok.rc == 0);
+  auto events = dlqtest::ReadAll(*client, "WEB_EVENTS");
+  REQUIRE(events.size() == 20);
+  for (const auto& e : events) CHECK(e.subject == "web.events.quarantine");
+  CHECK(Task(stack, "quarantine")["to_subject"] == "web.events.quarantine");
+}
+
+TEST_CASE("streams --watch prints a reading every interval with the rates since the last",
+          "[integration][dlq]") {
+  TestStack stack({"nats"});
+  dlqtest::Init(stack);
+  auto client = testsupport::ConnectNats(stack);
+  const std::string log = stack.dir() + "/watch.log";
+  auto watch = StartCtl(stack, "streams --watch 0.5 --stream WEB_DLQ", log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  SeedWeb(*client, 50, "w");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  watch.Signal(SIGTERM);
+  CHECK(watch.Wait(5000) == 0);
+  std::string out = testsupport::Capture("cat " + log);
+  INFO(out);
+  size_t readings = 0;
+  for (size_t at = out.find("STREAM "); at != std::string::npos; at = out.find("STREAM ", at + 1)) {
+    ++readings;
+  }
+  CHECK(readings >= 3);
+  CHECK(out.find("rates over 0.5s") != std::string::npos);
+  CHECK(out.find("one reading, no rates") != std::string::npos);  // the first
+  CHECK(dlqtest::Ctl(stack, "streams --watch 0").rc == 2);
+}

@@ -1,0 +1,114 @@
+// Redrive tasks' records and decisions (platformctl/dlq_task.h), without NATS.
+#include "platformctl/dlq_task.h"
+
+#include <catch2/catch.hpp>
+
+using namespace platformctl::dlq;
+
+namespace {
+
+TaskRecord Sample() {
+  TaskRecord t;
+  t.name = "after-incident_7";
+  t.queue = "web";
+  t.selection.reason = "health checks passed";
+  t.selection.from = "2026-11-29T16:10:00Z";
+  t.describe = "--reason 'health checks passed' --from 2026-11-29T16:10:00Z";
+  t.rate = 500;
+  t.to_subject = "web.events.quarantine";
+  t.end_seq = 1200;
+  t.next_seq = 345;
+  t.counted_through = 360;
+  t.replayed = 300;
+  t.already = 2;
+  t.skipped = 40;
+  t.failed = 1;
+  t.state = TaskState::kRunning;
+  t.runner = "ops-1:4242";
+  t.started_ms = 1'764'000'000'000;
+  t.updated_ms = 1'764'000'060'000;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("task: a record survives its encoding, field by field", "[dlq][task]") {
+  TaskRecord t = Sample();
+  auto back = DecodeTask(EncodeTask(t));
+  REQUIRE(back);
+  CHECK(back->name == t.name);
+  CHECK(back->selection.reason == t.selection.reason);
+  CHECK(back->selection.from == t.selection.from);
+  CHECK_FALSE(back->selection.to);
+  CHECK_FALSE(back->selection.all);
+  CHECK(back->rate == 500);
+  CHECK(back->to_subject == t.to_subject);
+  CHECK(back->end_seq == 1200);
+  CHECK(back->next_seq == 345);
+  CHECK(back->counted_through == 360);
+  CHECK(back->replayed == 300);
+  CHECK(back->already == 2);
+  CHECK(back->skipped == 40);
+  CHECK(back->failed == 1);
+  CHECK(back->state == TaskState::kRunning);
+  CHECK(back->runner == t.runner);
+  CHECK(back->updated_ms == t.updated_ms);
+}
+
+TEST_CASE("task: what is no record is refused, not half-read", "[dlq][task]") {
+  CHECK_FALSE(DecodeTask(""));
+  CHECK_FALSE(DecodeTask("[]"));
+  CHECK_FALSE(DecodeTask("{\"v\":2}"));
+  std::string good = EncodeTask(Sample());
+  for (size_t n = 0; n < good.size(); n += 7) CHECK_FALSE(DecodeTask(good.substr(0, n)));
+  std::string bad_state = good;
+  bad_state.replace(bad_state.find("\"running\""), 9, "\"sleepy\"");
+  CHECK_FALSE(DecodeTask(bad_state));
+  std::string bad_name = good;
+  bad_name.replace(bad_name.find("after-incident_7"), 16, "a b");
+  CHECK_FALSE(DecodeTask(bad_name));
+}
+
+TEST_CASE("task: names are one KV key of plain characters", "[dlq][task]") {
+  CHECK(ValidTaskName("redrive-2026_11_29"));
+  CHECK_FALSE(ValidTaskName(""));
+  CHECK_FALSE(ValidTaskName("a.b"));
+  CHECK_FALSE(ValidTaskName("a b"));
+  CHECK_FALSE(ValidTaskName("a*"));
+  CHECK_FALSE(ValidTaskName(std::string(65, 'a')));
+  CHECK(ValidTaskName(std::string(64, 'a')));
+  CHECK_FALSE(ValidTaskName("\x1b[2J"));
+}
+
+TEST_CASE("task: a runner is gone after 30 s without a heartbeat; who may resume and cancel",
+          "[dlq][task]") {
+  TaskRecord t = Sample();
+  const int64_t at = t.updated_ms;
+  CHECK_FALSE(RunnerGone(t, at + kTaskStaleMs));
+  CHECK(RunnerGone(t, at + kTaskStaleMs + 1));
+  CHECK(TaskStatus(t, at + 45'000) == "running, runner gone 45s");
+  CHECK(TaskStatus(t, at + 1000) == "running");
+  CHECK(ResumeRefusal(t, at + 1000).find("is alive") != std::string::npos);
+  CHECK(ResumeRefusal(t, at + kTaskStaleMs + 1).empty());
+  t.state = TaskState::kStopped;
+  CHECK_FALSE(RunnerGone(t, at + 100'000));  // nobody runs it: nothing is gone
+  CHECK(ResumeRefusal(t, at + 1000).empty());
+  t.state = TaskState::kDone;
+  CHECK_FALSE(ResumeRefusal(t, at).empty());
+  t.state = TaskState::kCancelled;
+  CHECK_FALSE(ResumeRefusal(t, at).empty());
+}
+
+TEST_CASE("task: one task holds a DLQ until it is done or cancelled", "[dlq][task]") {
+  TaskRecord web = Sample(), api = Sample(), done = Sample();
+  api.name = "api-1";
+  api.queue = "api";
+  done.name = "old";
+  done.state = TaskState::kDone;
+  CHECK(BlockingTasks({web, api, done}, "web") == std::vector<std::string>{web.name});
+  CHECK(BlockingTasks({web, api, done}, "api") == std::vector<std::string>{"api-1"});
+  web.state = TaskState::kStopped;  // resumable: still holds it
+  CHECK(BlockingTasks({web}, "web").size() == 1);
+  web.state = TaskState::kCancelled;
+  CHECK(BlockingTasks({web}, "web").empty());
+}
