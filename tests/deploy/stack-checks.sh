@@ -165,8 +165,10 @@ job_checks() {
     as platformctl "$ctl" leaders
   check_out "platformctl dlq list as platformctl (browses WEB_DLQ)" "web.events.$SITE" \
     as platformctl "$ctl" dlq list --queue web --json
-  check_out "platformctl dlq replay as platformctl (the poison event back to WEB_EVENTS)" "" \
-    as platformctl "$ctl" dlq replay --queue web --all
+  check_out "platformctl dlq replay --task as platformctl (the poison event back to WEB_EVENTS)" \
+    "task deploy-redrive: done" as platformctl "$ctl" dlq replay --queue web --all --task deploy-redrive
+  check_out "platformctl dlq task list as platformctl (reads the task records)" \
+    "deploy-redrive" as platformctl "$ctl" dlq task list
   wait_for 30 "the replayed poison event is dead-lettered again (WEB_DLQ holds 1, from seq 2)" \
     bash -c "curl -fsS -m 2 $em | grep -qx 'jetstream_stream_first_seq{stream=\"WEB_DLQ\"} 2' &&
              curl -fsS -m 2 $em | grep -qx 'jetstream_stream_messages{stream=\"WEB_DLQ\"} 1'"
@@ -260,7 +262,7 @@ refusal_checks() {
   expect refused provisioner "read the replayer's replies" sub '_INBOX_replayer.>'
   # platformctl, the operator's day-to-day user: no stream changes (so no capture of another
   # user's inbox through a stream's subjects, no max_msgs purge), no consumer on the queues.
-  for st in WEB_EVENTS API_METRICS WEB_DLQ API_DLQ KV_locks KV_visit_state KV_replayer_stored; do
+  for st in WEB_EVENTS API_METRICS WEB_DLQ API_DLQ KV_locks KV_visit_state KV_replayer_stored KV_dlq_tasks; do
     expect refused platformctl "update $st (init is the provisioner's)" req "\$JS.API.STREAM.UPDATE.$st" '{}'
   done
   expect refused platformctl "add _INBOX_replayer.> to WEB_DLQ's subjects" req '$JS.API.STREAM.UPDATE.WEB_DLQ' "$web_dlq_capture"
@@ -284,6 +286,9 @@ refusal_checks() {
   expect refused exporter "list every visit_state key (STREAM.INFO on KV_visit_state)" req '$JS.API.STREAM.INFO.KV_visit_state' "$all_subjects"
   expect refused exporter "list every stored event id (STREAM.INFO on KV_replayer_stored)" req '$JS.API.STREAM.INFO.KV_replayer_stored' "$all_subjects"
   expect refused exporter "read the stream names" req '$JS.API.STREAM.NAMES'
+  expect refused exporter "read a redrive task (dlq_tasks)" kvget dlq_tasks deploy-redrive
+  expect refused replayer "write a redrive task (dlq_tasks)" pub '$KV.dlq_tasks.deploy-redrive' x
+  expect refused provisioner "read a redrive task (dlq_tasks)" kvget dlq_tasks deploy-redrive
   expect refused exporter "read a dead letter" req '$JS.API.STREAM.MSG.GET.WEB_DLQ' "$get"
   expect refused exporter "create a consumer on WEB_DLQ" req '$JS.API.CONSUMER.CREATE.WEB_DLQ' "$dlq_consumer"
   expect refused exporter "create a named consumer on WEB_DLQ" req '$JS.API.CONSUMER.CREATE.WEB_DLQ.probe' "$dlq_consumer"

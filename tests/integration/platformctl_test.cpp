@@ -36,9 +36,9 @@ TEST_CASE("init provisions once and a second run changes nothing", "[integration
   std::string first = Ctl(stack, "init", &rc);
   INFO(first);
   CHECK(rc == 0);
-  for (const char* name :
-       {"WEB_EVENTS: created", "API_METRICS: created", "WEB_DLQ: created", "API_DLQ: created",
-        "KV locks: created", "KV visit_state: created", "KV replayer_stored: created"}) {
+  for (const char* name : {"WEB_EVENTS: created", "API_METRICS: created", "WEB_DLQ: created",
+                           "API_DLQ: created", "KV locks: created", "KV visit_state: created",
+                           "KV replayer_stored: created", "KV dlq_tasks: created"}) {
     CHECK_THAT(first, Catch::Contains(name));
   }
   std::string second = Ctl(stack, "init", &rc);

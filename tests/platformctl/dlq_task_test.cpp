@@ -80,7 +80,7 @@ TEST_CASE("task: names are one KV key of plain characters", "[dlq][task]") {
   CHECK_FALSE(ValidTaskName("\x1b[2J"));
 }
 
-TEST_CASE("task: a runner is gone after 30 s without a heartbeat; who may resume and cancel",
+TEST_CASE("task: a runner is gone after 30 s without a heartbeat, and who may resume and cancel",
           "[dlq][task]") {
   TaskRecord t = Sample();
   const int64_t at = t.updated_ms;

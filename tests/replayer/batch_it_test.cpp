@@ -44,7 +44,7 @@ std::map<std::string, int> Counts(const UmamiStandIn& umami) {
 }  // namespace
 
 TEST_CASE(
-    "a drained backlog goes to Umami 3.x in batches: each event stored once, in order; "
+    "a drained backlog goes to Umami 3.x in batches: each event stored once, in order, "
     "a refused element dead-lettered alone",
     "[integration][replayer][batch]") {
   Fixture f(0, 1);

@@ -151,7 +151,7 @@ TEST_CASE("batch: no /api/batch (404) sends the same events one by one, nothing 
 }
 
 TEST_CASE(
-    "batch: an element's failure is its event's; those before are stored, those after "
+    "batch: an element's failure is its event's: those before are stored, those after "
     "stored out of order",
     "[core][batch]") {
   Driver d(Batching());
@@ -185,7 +185,7 @@ TEST_CASE(
   CHECK(d.core.SelfCheck().empty());
 }
 
-TEST_CASE("batch: a batch failed as a whole is the head's failure; the rest wait uncharged",
+TEST_CASE("batch: a batch failed as a whole is the head's failure, the rest wait uncharged",
           "[core][batch]") {
   Driver d(Batching());
   d.Up();
@@ -246,7 +246,7 @@ TEST_CASE("batch: a 2xx that is no batch reply: the events go again one by one",
   CHECK_FALSE(e.One<SendCmd>().batch);
 }
 
-TEST_CASE("batch: REPLAYER_BATCH_MAX bounds a batch; 0 sends one by one", "[core][batch]") {
+TEST_CASE("batch: REPLAYER_BATCH_MAX bounds a batch and 0 sends one by one", "[core][batch]") {
   Driver d(Batching(2));
   d.Up();
   d.Fetched(Events(d, {1, 2, 3}));

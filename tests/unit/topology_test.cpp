@@ -20,7 +20,7 @@ StreamSettings Find(const std::vector<StreamSettings>& all, const std::string& n
 TEST_CASE("the desired topology follows the contract (docs/contract.md §2)", "[topology]") {
   common::TopologyConfig c;
   auto all = Desired(c);
-  REQUIRE(all.size() == 7);
+  REQUIRE(all.size() == 8);
   auto web = Find(all, "WEB_EVENTS");
   CHECK(web.subjects == std::vector<std::string>{"web.events.*"});
   CHECK(web.retention == Retention::kWorkQueue);
@@ -38,6 +38,10 @@ TEST_CASE("the desired topology follows the contract (docs/contract.md §2)", "[
   CHECK(locks.bucket == "locks");
   CHECK(locks.max_age == c.lock_ttl);
   CHECK(locks.duplicate_window <= locks.max_age);
+  auto tasks = Find(all, "KV_dlq_tasks");
+  CHECK(tasks.bucket == "dlq_tasks");
+  CHECK(tasks.max_age == std::chrono::hours(24 * 30));
+  CHECK(tasks.max_msgs_per_subject == 1);
   for (const auto& s : all) CHECK(s.file_storage);
 }
 
