@@ -12,6 +12,7 @@
 #include "common/nats_kv.h"
 #include "common/timefmt.h"
 #include "common/topology.h"
+#include "platformctl/nats_admin_request.h"
 
 namespace platformctl::dlq {
 namespace {
@@ -28,8 +29,41 @@ std::string RunnerName() {
 
 std::string Time(int64_t ms) { return ms > 0 ? common::FormatRfc3339(ms * 1'000'000) : "-"; }
 
+// Tries `f` again while the cluster answers nothing (an election after a node died), as every
+// platformctl request does, for up to the cluster patience (30 s).
+template <typename F>
+auto Patiently(F f) -> decltype(f()) {
+  platformctl::nats_admin::Patience patience;
+  while (true) {
+    auto r = f();
+    if (r || r.error().kind != ErrorKind::kRetryable) return r;
+    auto delay = patience.NextDelay();
+    if (!delay) return r;
+    std::this_thread::sleep_for(*delay);
+  }
+}
+
+// Creates (no `last`) or updates by compare-and-set the task's record, patiently. A write whose
+// answer was lost and that is refused when tried again may have been ours: the record read back
+// says.
+common::Result<uint64_t> WriteTask(common::KvBucket& kv, const TaskRecord& t,
+                                   std::optional<uint64_t> last) {
+  const std::string value = EncodeTask(t);
+  int tries = 0;
+  auto r = Patiently([&]() -> common::Result<uint64_t> {
+    ++tries;
+    return last ? kv.Update(t.name, value, *last) : kv.Create(t.name, value);
+  });
+  if (!r && tries > 1 && r.error().kind == ErrorKind::kPermanent) {
+    auto v = kv.Get(t.name);
+    if (v && *v && (*v)->value == value) return (*v)->revision;
+  }
+  return r;
+}
+
 common::Result<std::unique_ptr<common::KvBucket>> OpenBucket(RunEnv& env) {
-  auto b = common::KvBucket::Bind(env.client, common::topology::kDlqTasksBucket);
+  auto b = Patiently(
+      [&] { return common::KvBucket::Bind(env.client, common::topology::kDlqTasksBucket); });
   if (!b && b.error().kind != ErrorKind::kRetryable) {
     return common::Error::Invalid(std::string("the KV bucket ") +
                                   common::topology::kDlqTasksBucket +
@@ -53,7 +87,7 @@ struct Loaded {
 };
 
 common::Result<std::optional<Loaded>> Load(common::KvBucket& kv, const std::string& name) {
-  auto v = kv.Get(name);
+  auto v = Patiently([&] { return kv.Get(name); });
   if (!v) return v.error();
   if (!*v) return std::optional<Loaded>();
   auto t = DecodeTask((*v)->value);
@@ -62,7 +96,7 @@ common::Result<std::optional<Loaded>> Load(common::KvBucket& kv, const std::stri
 }
 
 common::Result<std::vector<TaskRecord>> LoadAll(common::KvBucket& kv) {
-  auto keys = kv.Keys();
+  auto keys = Patiently([&] { return kv.Keys(); });
   if (!keys) return keys.error();
   std::sort(keys->begin(), keys->end());
   std::vector<TaskRecord> out;
@@ -261,7 +295,7 @@ int RunTaskStart(RunEnv& env, const TaskStart& start) {
   t.runner = RunnerName();
   t.started_ms = t.updated_ms = NowMs();
   t.parallel = start.allow_parallel;
-  auto rev = (*kv)->Create(t.name, EncodeTask(t));
+  auto rev = WriteTask(**kv, t, std::nullopt);
   if (!rev) {
     if (rev.error().kind == ErrorKind::kRetryable) return Fail(env, rev.error());
     return Refuse(env, "a task named " + t.name +
@@ -286,7 +320,7 @@ int RunTaskResume(RunEnv& env, const std::string& name, bool json) {
   taken.t.runner = RunnerName();
   taken.t.updated_ms = NowMs();
   taken.t.note = "resumed from " + previous + " at seq " + std::to_string(taken.t.next_seq);
-  auto rev = (*kv)->Update(name, EncodeTask(taken.t), taken.rev);
+  auto rev = WriteTask(**kv, taken.t, taken.rev);
   if (!rev) {
     if (rev.error().kind == ErrorKind::kRetryable) return Fail(env, rev.error());
     return Refuse(env, "task " + name +
@@ -318,7 +352,7 @@ int RunTaskCancel(RunEnv& env, const std::string& name, int64_t wait_ms) {
   cur.t.note = "cancelled by " + RunnerName() + " at " + Time(now);
   cur.t.state = live ? TaskState::kCancelling : TaskState::kCancelled;
   if (!live) cur.t.updated_ms = now;
-  auto rev = (*kv)->Update(name, EncodeTask(cur.t), cur.rev);
+  auto rev = WriteTask(**kv, cur.t, cur.rev);
   if (!rev) {
     if (rev.error().kind == ErrorKind::kRetryable) return Fail(env, rev.error());
     return Refuse(env, "task " + name + " changed meanwhile: look again with dlq task list");
