@@ -18,11 +18,7 @@ nlohmann::json Task(Cluster& c, const std::string& name) {
   auto r = c.Ctl("dlq task list --json");
   INFO(r.Show());
   REQUIRE(r.rc == 0);
-  const nlohmann::json all = nlohmann::json::parse(r.out);
-  for (const auto& t : all["tasks"]) {
-    if (t["name"] == name) return t;
-  }
-  return nlohmann::json{{"replayed", 0}, {"runner_gone", false}, {"state", "absent"}};
+  return dlqtest::TaskOf(r.out, name);
 }
 
 }  // namespace
@@ -34,17 +30,7 @@ TEST_CASE(
   constexpr uint64_t kN = 3000;
   Cluster c;
   auto client = c.Connect();
-  std::vector<common::OutMessage> msgs;
-  for (uint64_t i = 1; i <= kN; ++i) {
-    dlqtest::Seed s;
-    s.key = "site-" + std::to_string(i % 5);
-    s.visitor = "v" + std::to_string(i % 9);
-    s.reason = "umami failed this event 4 times while its health checks passed";
-    s.origin_seq = i;
-    s.msg_id = "ct-" + std::to_string(i);
-    msgs.push_back(dlqtest::DeadLetter(s));
-  }
-  dlqtest::PublishAll(*client, msgs);
+  dlqtest::SeedWeb(*client, static_cast<int>(kN), "ct");
 
   testsupport::ChildProcess runner(
       {testsupport::BinaryDir() + "/platformctl/platformctl", "dlq", "replay", "--queue", "web",

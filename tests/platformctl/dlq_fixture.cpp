@@ -152,4 +152,28 @@ void Init(const testsupport::TestStack& stack) {
   REQUIRE(r.rc == 0);
 }
 
+void SeedWeb(common::NatsClient& client, int n, const std::string& tag) {
+  std::vector<common::OutMessage> msgs;
+  for (int i = 1; i <= n; ++i) {
+    Seed s;
+    s.key = "site-" + std::to_string(i % 4);
+    s.visitor = "v" + std::to_string(i % 7);
+    s.reason = "umami failed this event 4 times while its health checks passed";
+    s.origin_seq = static_cast<uint64_t>(i);
+    s.msg_id = tag + "-" + std::to_string(i);
+    msgs.push_back(DeadLetter(s));
+  }
+  PublishAll(client, msgs);
+}
+
+nlohmann::json TaskOf(const std::string& list_json, const std::string& name) {
+  const nlohmann::json all = nlohmann::json::parse(list_json, nullptr, false);
+  if (all.is_object() && all.contains("tasks")) {
+    for (const auto& t : all["tasks"]) {
+      if (t["name"] == name) return t;
+    }
+  }
+  return nlohmann::json{{"replayed", 0}, {"runner_gone", false}, {"state", "absent"}};
+}
+
 }  // namespace dlqtest

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/nats_client.h"
 #include "common/nats_stream.h"
 #include "tests/support/nats_cluster.h"
@@ -45,6 +47,10 @@ common::OutMessage DeadLetter(const Seed& seed);
 // Publishes all and waits until the DLQ stream acknowledged every one (fails the test if not).
 void PublishAll(common::NatsClient& client, const std::vector<common::OutMessage>& messages);
 
+// n web dead letters (WEB_DLQ seq order = i): site-<i % 4>, original id <tag>-<i>, a
+// four-failures reason; published with PublishAll.
+void SeedWeb(common::NatsClient& client, int n, const std::string& tag);
+
 // Sequences held by a stream now (any retention), in order, with their subject and headers.
 struct Held {
   uint64_t seq = 0;
@@ -66,6 +72,10 @@ CtlRun Ctl(const testsupport::TestStack& stack, const std::string& args,
            const std::string& env = "");
 // Every platformctl output of the test so far, for the payload check.
 const std::string& AllOutput();
+
+// The task `name` in the output of `platformctl dlq task list --json`; a record with the state
+// "absent" (nothing replayed, no runner gone) while it is not there yet.
+nlohmann::json TaskOf(const std::string& list_json, const std::string& name);
 
 // `platformctl init` on the stack; fails the test unless it succeeds.
 void Init(const testsupport::TestStack& stack);

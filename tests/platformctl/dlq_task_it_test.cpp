@@ -18,20 +18,6 @@ using testsupport::TestStack;
 
 namespace {
 
-void SeedWeb(common::NatsClient& client, int n, const std::string& tag) {
-  std::vector<common::OutMessage> msgs;
-  for (int i = 1; i <= n; ++i) {
-    dlqtest::Seed s;
-    s.key = "site-" + std::to_string(i % 4);
-    s.visitor = "v" + std::to_string(i % 7);
-    s.reason = "umami failed this event 4 times while its health checks passed";
-    s.origin_seq = static_cast<uint64_t>(i);
-    s.msg_id = tag + "-" + std::to_string(i);
-    msgs.push_back(dlqtest::DeadLetter(s));
-  }
-  dlqtest::PublishAll(client, msgs);
-}
-
 testsupport::ChildProcess StartCtl(const TestStack& stack, const std::string& args,
                                    const std::string& log) {
   std::vector<std::string> argv{testsupport::BinaryDir() + "/platformctl/platformctl"};
@@ -48,11 +34,7 @@ testsupport::ChildProcess StartCtl(const TestStack& stack, const std::string& ar
 nlohmann::json Task(const TestStack& stack, const std::string& name) {
   auto r = dlqtest::Ctl(stack, "dlq task list --json");
   REQUIRE(r.rc == 0);
-  const nlohmann::json all = nlohmann::json::parse(r.out);
-  for (const auto& t : all["tasks"]) {
-    if (t["name"] == name) return t;
-  }
-  return nlohmann::json{{"replayed", 0}, {"runner_gone", false}, {"state", "absent"}};
+  return dlqtest::TaskOf(r.out, name);
 }
 
 }  // namespace
@@ -64,7 +46,7 @@ TEST_CASE(
   TestStack stack({"nats"});
   dlqtest::Init(stack);
   auto client = testsupport::ConnectNats(stack);
-  SeedWeb(*client, 600, "c");
+  dlqtest::SeedWeb(*client, 600, "c");
 
   auto runner = StartCtl(stack, "dlq replay --queue web --all --rate 150/s --task drain-1",
                          stack.dir() + "/r1.log");
@@ -122,7 +104,7 @@ TEST_CASE(
   dlqtest::Init(stack);
   auto client = testsupport::ConnectNats(stack);
   constexpr uint64_t kN = 2000;
-  SeedWeb(*client, static_cast<int>(kN), "k");
+  dlqtest::SeedWeb(*client, static_cast<int>(kN), "k");
 
   auto runner = StartCtl(stack, "dlq replay --queue web --all --rate 400/s --task kill-me",
                          stack.dir() + "/r2.log");
@@ -180,7 +162,7 @@ TEST_CASE("--to-subject sends a redrive to another subject of the origin stream 
   TestStack stack({"nats"});
   dlqtest::Init(stack);
   auto client = testsupport::ConnectNats(stack);
-  SeedWeb(*client, 20, "q");
+  dlqtest::SeedWeb(*client, 20, "q");
   auto bad = dlqtest::Ctl(stack, "dlq replay --queue web --all --to-subject web.other.x");
   CHECK(bad.rc == 2);
   CHECK(bad.err.find("not a subject of WEB_EVENTS") != std::string::npos);
@@ -204,7 +186,7 @@ TEST_CASE("streams --watch prints a reading every interval with the rates since 
   const std::string log = stack.dir() + "/watch.log";
   auto watch = StartCtl(stack, "streams --watch 0.5 --stream WEB_DLQ", log);
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
-  SeedWeb(*client, 50, "w");
+  dlqtest::SeedWeb(*client, 50, "w");
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   watch.Signal(SIGTERM);
   CHECK(watch.Wait(5000) == 0);

@@ -48,6 +48,14 @@ std::vector<Delivery> Events(Driver& d, std::vector<int> minutes, const std::str
   return out;
 }
 
+// Fetches visitor v1's events at kStart + minutes, answers its visit lookup with kToken's visit
+// begun at kStart, and returns the one send that follows.
+SendCmd FirstSend(Driver& d, std::vector<int> minutes, const std::string& agent = "") {
+  d.Fetched(Events(d, std::move(minutes), agent));
+  d.Visit(Visit());
+  return d.One<SendCmd>();
+}
+
 // Publishes every guard record asked for; returns the seqs acked as stored.
 std::vector<Ref> GuardAll(Driver& d) {
   std::vector<Ref> acked;
@@ -65,9 +73,7 @@ TEST_CASE("batch: one visitor's events in the visit go in one /api/batch, each t
           "[core][batch]") {
   Driver d(Batching());
   d.Up();
-  d.Fetched(Events(d, {1, 2, 3}));
-  d.Visit(Visit());
-  auto send = d.One<SendCmd>();
+  auto send = FirstSend(d, {1, 2, 3});
   CHECK(send.batch);
   CHECK(send.batch_seqs == std::vector<uint64_t>{1, 2, 3});
   CHECK(send.body.front() == '[');
@@ -86,9 +92,7 @@ TEST_CASE("batch: a batch ends where the visit ends, and where the client differ
   Driver d(Batching());
   d.Up();
   // Minute 40 is past the visit's 30 minutes: it begins a visit of its own, without the token.
-  d.Fetched(Events(d, {5, 10, 40}));
-  d.Visit(Visit());
-  auto send = d.One<SendCmd>();
+  auto send = FirstSend(d, {5, 10, 40});
   CHECK(send.batch_seqs == std::vector<uint64_t>{1, 2});
   d.Answer(send, 200, Reply(2, "", kToken));
   auto third = d.One<SendCmd>();  // the visitor's next event goes once the last is stored
@@ -121,9 +125,7 @@ TEST_CASE("batch: no /api/batch (404) sends the same events one by one, nothing 
           "[core][batch]") {
   Driver d(Batching());
   d.Up();
-  d.Fetched(Events(d, {1, 2}));
-  d.Visit(Visit());
-  auto batch = d.One<SendCmd>();
+  auto batch = FirstSend(d, {1, 2});
   d.Answer(batch, 404, "<html>This page could not be found.</html>");
   CHECK(d.All<CheckCmd>().empty());  // not a failure: nothing to check
   CHECK(d.Noted(Note::Kind::kBatchRoute));
@@ -156,9 +158,7 @@ TEST_CASE(
     "[core][batch]") {
   Driver d(Batching());
   d.Up();
-  d.Fetched(Events(d, {1, 2, 3, 4}));
-  d.Visit(Visit());
-  auto batch = d.One<SendCmd>();
+  auto batch = FirstSend(d, {1, 2, 3, 4});
   REQUIRE(batch.batch_seqs.size() == 4);
   // Elements 1 and 2 fail; 0 and 3 are stored.
   d.Answer(batch, 200, Reply(4, Failed(1, 400) + "," + Failed(2, 500), kToken));
@@ -189,9 +189,7 @@ TEST_CASE("batch: a batch failed as a whole is the head's failure, the rest wait
           "[core][batch]") {
   Driver d(Batching());
   d.Up();
-  d.Fetched(Events(d, {1, 2, 3}));
-  d.Visit(Visit());
-  auto batch = d.One<SendCmd>();
+  auto batch = FirstSend(d, {1, 2, 3});
   d.Answer(batch, 0);  // timeout
   auto check = d.One<CheckCmd>();
   d.Fail(check.check_id);  // an outage: nothing charged
@@ -215,9 +213,7 @@ TEST_CASE("batch: a bot's batch stores nothing (no token back): dropped, no guar
           "[core][batch]") {
   Driver d(Batching());
   d.Up();
-  d.Fetched(Events(d, {1, 2}));
-  d.Visit(Visit());
-  auto batch = d.One<SendCmd>();
+  auto batch = FirstSend(d, {1, 2});
   d.Answer(batch, 200, Reply(2));
   CHECK(d.All<PutGuardCmd>().empty());
   auto acks = d.All<AckCmd>();
@@ -228,9 +224,7 @@ TEST_CASE("batch: a bot's batch stores nothing (no token back): dropped, no guar
 TEST_CASE("batch: a 2xx that is no batch reply: the events go again one by one", "[core][batch]") {
   Driver d(Batching());
   d.Up();
-  d.Fetched(Events(d, {1, 2}));
-  d.Visit(Visit());
-  auto batch = d.One<SendCmd>();
+  auto batch = FirstSend(d, {1, 2});
   d.Answer(batch, 200, "<html>proxy</html>");
   CHECK(d.All<PutGuardCmd>().empty());
   auto single = d.One<SendCmd>();

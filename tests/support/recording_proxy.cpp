@@ -1,6 +1,6 @@
 #include "tests/support/recording_proxy.h"
 
-#include <httplib.h>
+#include "tests/support/http_background.h"
 
 #include <chrono>
 #include <stdexcept>
@@ -10,9 +10,7 @@ namespace testsupport {
 
 struct RecordingProxy::Impl {
   std::string upstream;
-  httplib::Server server;
-  int port = 0;
-  std::thread thread;
+  std::unique_ptr<BackgroundServer> server;
   mutable std::mutex mu;
   std::vector<RecordedRequest> requests;
 
@@ -23,12 +21,7 @@ struct RecordingProxy::Impl {
     for (const char* h : {"User-Agent", "X-Forwarded-For", "x-umami-cache"}) {
       if (req.has_header(h)) headers.emplace(h, req.get_header_value(h));
     }
-    RecordedRequest r;
-    r.method = req.method;
-    r.path = req.path;
-    r.body = req.body;
-    r.cache_token = req.get_header_value("x-umami-cache");
-    r.user_agent = req.get_header_value("User-Agent");
+    RecordedRequest r = Record(req);
     auto answer = req.method == "POST" ? client.Post(req.path, headers, req.body,
                                                      req.get_header_value("Content-Type"))
                                        : client.Get(req.path, headers);
@@ -46,25 +39,14 @@ struct RecordingProxy::Impl {
 
 RecordingProxy::RecordingProxy(const std::string& upstream) : impl_(std::make_unique<Impl>()) {
   impl_->upstream = upstream;
-  auto forward = [this](const httplib::Request& req, httplib::Response& res) {
-    impl_->Forward(req, res);
-  };
-  impl_->server.Post(".*", forward);
-  impl_->server.Get(".*", forward);
-  impl_->port = impl_->server.bind_to_any_port("127.0.0.1");
-  if (impl_->port <= 0) throw std::runtime_error("recording proxy: cannot bind");
-  impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
-  while (!impl_->server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  impl_->server = std::make_unique<BackgroundServer>(
+      [this](const httplib::Request& req, httplib::Response& res) { impl_->Forward(req, res); },
+      "recording proxy");
 }
 
-RecordingProxy::~RecordingProxy() {
-  impl_->server.stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
-}
+RecordingProxy::~RecordingProxy() { impl_->server.reset(); }  // before what its handler uses
 
-std::string RecordingProxy::url() const {
-  return "http://127.0.0.1:" + std::to_string(impl_->port);
-}
+std::string RecordingProxy::url() const { return impl_->server->url(); }
 
 std::vector<RecordedRequest> RecordingProxy::Requests() const {
   std::lock_guard lock(impl_->mu);

@@ -1,6 +1,6 @@
 #include "tests/support/umami_standin.h"
 
-#include <httplib.h>
+#include "tests/support/http_background.h"
 
 #include <algorithm>
 #include <cctype>
@@ -44,9 +44,7 @@ json Error(int status, const std::string& message) {
 
 struct UmamiStandIn::Impl {
   std::set<std::string> websites;
-  httplib::Server server;
-  int port = 0;
-  std::thread thread;
+  std::unique_ptr<BackgroundServer> server;
   mutable std::mutex mu;
   bool batch_route = true;
   std::vector<RecordedRequest> requests;
@@ -89,12 +87,7 @@ struct UmamiStandIn::Impl {
 
   void Handle(const httplib::Request& req, httplib::Response& res) {
     std::lock_guard lock(mu);
-    RecordedRequest r;
-    r.method = req.method;
-    r.path = req.path;
-    r.body = req.body;
-    r.cache_token = req.get_header_value("x-umami-cache");
-    r.user_agent = req.get_header_value("User-Agent");
+    RecordedRequest r = Record(req);
     json answer;
     if (req.method == "GET" && req.path == "/api/heartbeat") {
       res.status = 200;
@@ -142,24 +135,14 @@ struct UmamiStandIn::Impl {
 
 UmamiStandIn::UmamiStandIn(std::vector<std::string> websites) : impl_(std::make_unique<Impl>()) {
   impl_->websites.insert(websites.begin(), websites.end());
-  auto handle = [this](const httplib::Request& req, httplib::Response& res) {
-    impl_->Handle(req, res);
-  };
-  impl_->server.Post(".*", handle);
-  impl_->server.Get(".*", handle);
-  impl_->server.set_tcp_nodelay(true);  // else Nagle delays every answer (docs/measured.md)
-  impl_->port = impl_->server.bind_to_any_port("127.0.0.1");
-  if (impl_->port <= 0) throw std::runtime_error("umami stand-in: cannot bind");
-  impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
-  while (!impl_->server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  impl_->server = std::make_unique<BackgroundServer>(
+      [this](const httplib::Request& req, httplib::Response& res) { impl_->Handle(req, res); },
+      "umami stand-in");
 }
 
-UmamiStandIn::~UmamiStandIn() {
-  impl_->server.stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
-}
+UmamiStandIn::~UmamiStandIn() { impl_->server.reset(); }  // before what its handler uses
 
-std::string UmamiStandIn::url() const { return "http://127.0.0.1:" + std::to_string(impl_->port); }
+std::string UmamiStandIn::url() const { return impl_->server->url(); }
 
 void UmamiStandIn::SetBatchRoute(bool present) {
   std::lock_guard lock(impl_->mu);
