@@ -159,7 +159,7 @@ TEST_CASE(
   CHECK(ids.size() == kN);
 }
 
-TEST_CASE("--to-subject sends a redrive to another subject of the origin stream only",
+TEST_CASE("a redrive with --to-subject goes to another subject of the origin stream only",
           "[integration][dlq][task]") {
   TestStack stack({"nats"});
   dlqtest::Init(stack);
