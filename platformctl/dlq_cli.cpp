@@ -117,7 +117,7 @@ DlqCommands::DlqCommands(CLI::App& app) : o_(std::make_unique<Options>()) {
       "each DLQ copy once the origin stream acknowledged it. Stops at the DLQ's last sequence "
       "when it started; Ctrl-C stops between batches, never between a publish and its erase.");
   common(o.replay, o.replay_sel);
-  o.rate_opt = o.replay->add_option("--rate", o.rate,
+  o.rate_opt = o.replay->add_option("--rate,--max-rate", o.rate,
                                     "At most N messages per second (N or N/s), so a large replay "
                                     "does not swamp the consumers");
   o.replay->add_flag("--json", o.json, "The summary as one JSON object");

@@ -119,6 +119,8 @@ class Keeper {
       : env_(env), kv_(kv), t_(std::move(l.t)), rev_(l.rev), base_(t_) {}
 
   ReplayOptions Hook(ReplayOptions o) {
+    json_ = o.json;
+    last_line_ms_ = NowMs();
     o.started = [this](uint64_t end_seq) {
       if (t_.end_seq == 0) t_.end_seq = end_seq;
       std::string why;
@@ -162,11 +164,33 @@ class Keeper {
     t_.failed = base_.failed + s.counted(Outcome::kFailed);
   }
 
+  // Every kProgressEveryMs, a line on stdout when it is no terminal (a terminal has the
+  // progress line on stderr): what a task run under nohup or a container leaves in its log.
+  void ProgressLine(int64_t now) {
+    if (env_.progress || now - last_line_ms_ < kProgressEveryMs) return;
+    last_line_ms_ = now;
+    if (json_) {
+      nlohmann::json j = {{"task", t_.name},         {"state", TaskStateName(t_.state)},
+                          {"next_seq", t_.next_seq}, {"end_seq", t_.end_seq},
+                          {"replayed", t_.replayed}, {"already", t_.already},
+                          {"skipped", t_.skipped},   {"failed", t_.failed},
+                          {"at", Time(now)}};
+      env_.out << nlohmann::json{{"progress", j}}.dump() << "\n";
+    } else {
+      env_.out << "progress " << Time(now) << ": task " << t_.name << " at seq "
+               << (t_.next_seq > 0 ? t_.next_seq - 1 : 0) << " of " << t_.end_seq << ", replayed "
+               << t_.replayed << ", already there " << t_.already << ", skipped " << t_.skipped
+               << ", failed " << t_.failed << "\n";
+    }
+    env_.out.flush();
+  }
+
   // False (with why) when the record says stop: cancelled, or another runner took it over.
   bool Write(std::string& why, bool force) {
     if (cancelled_ || lost_) return false;
     int64_t now = NowMs();
     if (!force && now - t_.updated_ms < kTaskHeartbeatMs) return true;
+    ProgressLine(now);
     t_.updated_ms = now;
     auto rev = kv_.Update(t_.name, EncodeTask(t_), rev_);
     if (rev) {
@@ -236,6 +260,9 @@ class Keeper {
   TaskRecord base_;  // the counts before this run (a resumed task's earlier runs)
   bool cancelled_ = false;
   bool lost_ = false;
+  bool json_ = false;
+  int64_t last_line_ms_ = 0;
+  static constexpr int64_t kProgressEveryMs = 5'000;
 };
 
 int RunTask(RunEnv& env, common::KvBucket& kv, Loaded l, ReplayOptions o) {
