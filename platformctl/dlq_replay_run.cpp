@@ -212,10 +212,16 @@ int RunReplay(RunEnv& env, const QueueInfo& q, const Selection& sel, const Repla
         show();
         if (!tell()) return false;
       }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(due - Clock::now());
-      if (left.count() > 0 && env.stop.WaitFor(left)) {
-        summary.MarkStopped(kInterrupted);
-        return false;
+      // In slices of a second at most, so a slow pace (--rate 0.01/s) still lets a task's
+      // heartbeat and a cancel through.
+      while (true) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(due - Clock::now());
+        if (left.count() <= 0) break;
+        if (env.stop.WaitFor(std::min(left, std::chrono::milliseconds(1000)))) {
+          summary.MarkStopped(kInterrupted);
+          return false;
+        }
+        if (!tell()) return false;
       }
     }
     ReplayPlan plan = PlanReplay(q, m.seq, m.headers, std::move(m.data), *origin);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "common/nats_kv.h"
@@ -20,6 +21,16 @@ namespace {
 using common::ErrorKind;
 
 int64_t NowMs() { return common::NowUnixNs() / 1'000'000; }
+
+// The last DLQ sequence the task finished (every one up to it is done), as messages say it.
+uint64_t Reached(const TaskRecord& t) { return t.next_seq > 0 ? t.next_seq - 1 : 0; }
+
+std::string RateText(double rate) {
+  if (rate <= 0) return "-";
+  std::ostringstream o;
+  o << std::setprecision(rate < 10 ? 2 : 6) << rate << "/s";
+  return o.str();
+}
 
 std::string RunnerName() {
   char host[256] = {0};
@@ -177,10 +188,9 @@ class Keeper {
                           {"at", Time(now)}};
       env_.out << nlohmann::json{{"progress", j}}.dump() << "\n";
     } else {
-      env_.out << "progress " << Time(now) << ": task " << t_.name << " at seq "
-               << (t_.next_seq > 0 ? t_.next_seq - 1 : 0) << " of " << t_.end_seq << ", replayed "
-               << t_.replayed << ", already there " << t_.already << ", skipped " << t_.skipped
-               << ", failed " << t_.failed << "\n";
+      env_.out << "progress " << Time(now) << ": task " << t_.name << " at seq " << Reached(t_)
+               << " of " << t_.end_seq << ", replayed " << t_.replayed << ", already there "
+               << t_.already << ", skipped " << t_.skipped << ", failed " << t_.failed << "\n";
     }
     env_.out.flush();
   }
@@ -280,7 +290,7 @@ int RunTask(RunEnv& env, common::KvBucket& kv, Loaded l, ReplayOptions o) {
   int rc = RunReplay(env, info, *sel, keeper.Hook(std::move(o)));
   const TaskRecord& t = keeper.record();
   if (!json) {
-    env.out << "task " << t.name << ": " << TaskStateName(t.state) << " at seq " << t.next_seq
+    env.out << "task " << t.name << ": " << TaskStateName(t.state) << ", reached seq " << Reached(t)
             << " of " << t.end_seq << "; in all its runs: replayed " << t.replayed
             << ", already there " << t.already << ", skipped " << t.skipped << ", failed "
             << t.failed << "\n";
@@ -346,7 +356,7 @@ int RunTaskResume(RunEnv& env, const std::string& name, bool json) {
   taken.t.state = TaskState::kRunning;
   taken.t.runner = RunnerName();
   taken.t.updated_ms = NowMs();
-  taken.t.note = "resumed from " + previous + " at seq " + std::to_string(taken.t.next_seq);
+  taken.t.note = "resumed from " + previous + " after seq " + std::to_string(Reached(taken.t));
   auto rev = WriteTask(**kv, taken.t, taken.rev);
   if (!rev) {
     if (rev.error().kind == ErrorKind::kRetryable) return Fail(env, rev.error());
@@ -386,7 +396,7 @@ int RunTaskCancel(RunEnv& env, const std::string& name, int64_t wait_ms) {
   }
   if (!live) {
     env.out << "task " << name << " cancelled (no runner was working on it) at seq "
-            << cur.t.next_seq << " of " << cur.t.end_seq << "\n";
+            << Reached(cur.t) << " of " << cur.t.end_seq << "\n";
     return 0;
   }
   env.out << "task " << name << ": asked its runner " << cur.t.runner
@@ -397,7 +407,7 @@ int RunTaskCancel(RunEnv& env, const std::string& name, int64_t wait_ms) {
     auto again = Load(**kv, name);
     if (again && *again && (*again)->t.state == TaskState::kCancelled) {
       const TaskRecord& t = (*again)->t;
-      env.out << "task " << name << " cancelled at seq " << t.next_seq << " of " << t.end_seq
+      env.out << "task " << name << " cancelled at seq " << Reached(t) << " of " << t.end_seq
               << ": replayed " << t.replayed << ", already there " << t.already << ", skipped "
               << t.skipped << ", failed " << t.failed << "\n";
       return 0;
@@ -437,9 +447,8 @@ int RunTaskList(RunEnv& env, bool json) {
           << "UPDATED                   RUNNER / "
           << "SELECTION\n";
   for (const auto& t : *all) {
-    std::string seq =
-        std::to_string(t.next_seq > 0 ? t.next_seq - 1 : 0) + "/" + std::to_string(t.end_seq);
-    std::string rate = t.rate > 0 ? std::to_string(static_cast<int64_t>(t.rate)) + "/s" : "-";
+    std::string seq = std::to_string(Reached(t)) + "/" + std::to_string(t.end_seq);
+    std::string rate = RateText(t.rate);
     env.out << std::left << std::setw(20) << t.name << std::setw(6) << t.queue << std::setw(28)
             << TaskStatus(t, now) << std::setw(16) << seq << std::right << std::setw(9)
             << t.replayed << std::setw(9) << t.already << std::setw(9) << t.skipped << std::setw(8)
