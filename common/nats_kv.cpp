@@ -147,13 +147,27 @@ Result<uint64_t> KvBucket::Update(const std::string& key, const std::string& val
 }
 
 Result<std::vector<std::string>> KvBucket::Keys() {
-  kvKeysList list{};
-  natsStatus s = kvStore_Keys(&list, kv_, nullptr);
-  std::vector<std::string> out;
-  if (s == NATS_NOT_FOUND) return out;  // an empty bucket
+  // One stream info request with a subjects filter, answered by the bucket's stream leader
+  // (nats.c's kvStore_Keys creates a consumer, which after a node's death timed out for the
+  // whole 30 s of a cluster's patience). A key whose last message is a delete marker is listed
+  // too: Get() answers it as absent.
+  jsOptions o;
+  jsOptions_Init(&o);
+  const std::string filter = "$KV." + name_ + ".>";
+  o.Stream.Info.SubjectsFilter = filter.c_str();
+  jsStreamInfo* si = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_GetStreamInfo(&si, client_->js(), ("KV_" + name_).c_str(), &o, &jerr);
   if (s != NATS_OK) return NatsError(s, "KV keys " + name_);
-  for (int i = 0; i < list.Count; ++i) out.emplace_back(list.Keys[i]);
-  kvKeysList_Destroy(&list);
+  std::vector<std::string> out;
+  const size_t prefix = filter.size() - 1;  // "$KV.<bucket>."
+  if (si->State.Subjects != nullptr) {
+    for (int i = 0; i < si->State.Subjects->Count; ++i) {
+      std::string subject = si->State.Subjects->List[i].Subject;
+      if (subject.size() > prefix) out.push_back(subject.substr(prefix));
+    }
+  }
+  jsStreamInfo_Destroy(si);
   return out;
 }
 

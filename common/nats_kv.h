@@ -43,7 +43,8 @@ class KvBucket {
   // Fails with kPermanent when the key's revision is no longer `last`.
   Result<uint64_t> Update(const std::string& key, const std::string& value, uint64_t last);
   Status Delete(const std::string& key);
-  // Every key that holds a value now (deleted and purged keys left out), in no set order.
+  // The bucket's keys, in no set order: one stream info request. A deleted key may be listed
+  // (its delete marker); Get() answers it as absent.
   Result<std::vector<std::string>> Keys();
   // The bucket's TTL (its stream's max age); 0 when values never expire.
   Result<std::chrono::milliseconds> Ttl();

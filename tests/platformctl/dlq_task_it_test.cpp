@@ -49,7 +49,7 @@ TEST_CASE(
   auto client = testsupport::ConnectNats(stack);
   dlqtest::SeedWeb(*client, 600, "c");
 
-  auto runner = StartCtl(stack, "dlq replay --queue web --all --rate 150/s --task drain-1",
+  auto runner = StartCtl(stack, "dlq replay --queue web --all --rate 60/s --task drain-1",
                          stack.dir() + "/r1.log");
   REQUIRE(testsupport::WaitFor(
       [&] {
@@ -107,10 +107,10 @@ TEST_CASE(
   constexpr uint64_t kN = 2000;
   dlqtest::SeedWeb(*client, static_cast<int>(kN), "k");
 
-  auto runner = StartCtl(stack, "dlq replay --queue web --all --rate 400/s --task kill-me",
+  auto runner = StartCtl(stack, "dlq replay --queue web --all --rate 100/s --task kill-me",
                          stack.dir() + "/r2.log");
   REQUIRE(testsupport::WaitFor(
-      [&] { return Task(stack, "kill-me")["replayed"].get<uint64_t>() >= 300; }, 20'000));
+      [&] { return Task(stack, "kill-me")["replayed"].get<uint64_t>() >= 200; }, 20'000));
   runner.Signal(SIGKILL);
   runner.Wait(5000);
   auto t = Task(stack, "kill-me");

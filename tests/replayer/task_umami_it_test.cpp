@@ -47,7 +47,7 @@ TEST_CASE("a redrive task killed with -9 and resumed stores every dead letter in
 
   testsupport::ChildProcess runner(
       {testsupport::BinaryDir() + "/platformctl/platformctl", "dlq", "replay", "--queue", "web",
-       "--all", "--max-rate", "40/s", "--task", "umami-redrive"},
+       "--all", "--max-rate", "20/s", "--task", "umami-redrive"},
       {{"NATS_URL", f.stack.Env("NATS_URL")}}, f.stack.dir() + "/task-runner.log");
   REQUIRE(testsupport::WaitFor(
       [&] { return Task(f, "umami-redrive")["replayed"].get<uint64_t>() >= 60; }, 30'000));
