@@ -361,7 +361,6 @@ void Engine::State::UpdateGauges() {
   m.sending.Set(core.sends_in_flight());
   m.lanes_active.Set(static_cast<double>(core.lanes_active()));
   m.lanes_blocked.Set(static_cast<double>(core.lanes_blocked()));
-  m.nats_connected.Set(nats.Connected() ? 1 : 0);
 }
 
 }  // namespace replayer

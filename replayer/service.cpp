@@ -68,6 +68,12 @@ int RunService(int argc, char** argv, const std::string& version) {
     h.detail = std::string("nats: ") + (h.ok ? "connected" : "not connected") + "\n";
     return h;
   });
+  // Read at each scrape, leader or not: the engine (which refreshes the other gauges) runs only
+  // while this instance leads, and a follower cut off from NATS must not show a stale 1.
+  registry.AddCollector([&] {
+    common::NatsClient* n = connected.load();
+    metrics.nats_connected.Set(n != nullptr && n->Connected() ? 1 : 0);
+  });
   if (auto st = server.Start(common.metrics_listen); !st) {
     spdlog::critical("metrics endpoint: {}", st.error().message);
     return 2;

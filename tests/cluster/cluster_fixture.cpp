@@ -2,10 +2,10 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <set>
 
 #include "platformctl/nats_admin.h"
 #include "tests/metricswriter/harness.h"
+#include "tests/support/ledger.h"
 #include "tests/support/metrics_scrape.h"
 #include "tests/support/nats_cluster.h"
 #include "tests/support/web_events.h"
@@ -189,47 +189,25 @@ bool ClusterFixture::WaitSettled(int timeout_ms) {
 }
 
 int64_t ClusterFixture::StoredEvents(const std::string& id_prefix) {
-  return testsupport::QueryInt(
-      stack.Env("UMAMI_DATABASE_URL"),
-      "SELECT count(*) FROM website_event WHERE url_path LIKE '/" + id_prefix + "%'");
+  return Stores().StoredEvents(id_prefix);
 }
 
 std::vector<std::string> ClusterFixture::MissingEvents(const std::vector<std::string>& ids) {
-  auto rows = testsupport::Query(stack.Env("UMAMI_DATABASE_URL"),
-                                 "SELECT DISTINCT url_path FROM website_event");
-  std::set<std::string> stored(rows.begin(), rows.end());
-  std::vector<std::string> missing;
-  for (const auto& id : ids) {
-    if (stored.count("/" + id) == 0) missing.push_back(id);
-  }
-  return missing;
+  return Stores().MissingEvents(ids);
 }
 
-int64_t ClusterFixture::DuplicateEvents() {
-  return testsupport::QueryInt(
-      stack.Env("UMAMI_DATABASE_URL"),
-      "SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM website_event GROUP BY "
-      "url_path HAVING count(*) > 1) d");
-}
+int64_t ClusterFixture::DuplicateEvents() { return Stores().DuplicateEvents(); }
 
-int64_t ClusterFixture::StoredBatches() {
-  return testsupport::QueryInt(stack.Env("DATABASE_URL"), "SELECT count(*) FROM metrics.batches");
-}
+int64_t ClusterFixture::StoredBatches() { return Stores().StoredBatches(); }
 
-int64_t ClusterFixture::StoredPoints() {
-  return testsupport::QueryInt(stack.Env("DATABASE_URL"),
-                               "SELECT count(*) FROM metrics.number_points");
-}
+int64_t ClusterFixture::StoredPoints() { return Stores().StoredPoints(); }
 
 std::vector<std::string> ClusterFixture::MissingBatches(const std::vector<std::string>& ids) {
-  auto rows = testsupport::Query(stack.Env("DATABASE_URL"),
-                                 "SELECT batch_id FROM metrics.batches WHERE tenant = 't1'");
-  std::set<std::string> stored(rows.begin(), rows.end());
-  std::vector<std::string> missing;
-  for (const auto& id : ids) {
-    if (stored.count(id) == 0) missing.push_back(id);
-  }
-  return missing;
+  return Stores().MissingBatches(ids);
+}
+
+testsupport::Ledger ClusterFixture::Stores() const {
+  return testsupport::Ledger(stack.Env("UMAMI_DATABASE_URL"), stack.Env("DATABASE_URL"));
 }
 
 std::string ClusterFixture::Logs() const {

@@ -17,6 +17,7 @@
 
 #include "common/nats_client.h"
 #include "platformctl/backlog.h"
+#include "tests/support/ledger.h"
 #include "tests/support/test_stack.h"
 
 namespace cluster_test {
@@ -68,6 +69,7 @@ class ClusterFixture {
   int64_t StoredBatches();
   int64_t StoredPoints();
   std::vector<std::string> MissingBatches(const std::vector<std::string>& ids);
+  testsupport::Ledger Stores() const;
 
   // The tails of the services' logs and the NATS nodes' logs, for failure messages.
   std::string Logs() const;

@@ -28,6 +28,7 @@ RecordedRequest Record(const httplib::Request& req) {
   r.body = req.body;
   r.cache_token = req.get_header_value("x-umami-cache");
   r.user_agent = req.get_header_value("User-Agent");
+  r.remote_addr = req.remote_addr;
   return r;
 }
 

@@ -6,9 +6,10 @@
 
 namespace testsupport {
 
-std::string Scrape(int port) {
-  return Capture("curl -s --max-time 2 http://127.0.0.1:" + std::to_string(port) +
-                 "/metrics 2>/dev/null");
+std::string Scrape(int port) { return ScrapeUrl("http://127.0.0.1:" + std::to_string(port)); }
+
+std::string ScrapeUrl(const std::string& base_url) {
+  return Capture("curl -s --max-time 2 " + base_url + "/metrics 2>/dev/null");
 }
 
 double MetricSum(const std::string& text, const std::string& name, const std::string& labels) {

@@ -168,11 +168,17 @@ std::vector<RaftAsset> GatherLeadership(common::NatsClient& client, int node,
 }
 
 int ConnectedNode(const TestStack& stack, const std::string& name_prefix) {
-  for (int node = 1; node <= stack.nats_nodes(); ++node) {
-    auto connz = MonitorJson(stack.NatsMonitorUrl(node) + "/connz?limit=1024");
+  std::vector<std::string> urls;
+  for (int node = 1; node <= stack.nats_nodes(); ++node) urls.push_back(stack.NatsMonitorUrl(node));
+  return ConnectedNode(urls, name_prefix);
+}
+
+int ConnectedNode(const std::vector<std::string>& monitor_urls, const std::string& name_prefix) {
+  for (size_t i = 0; i < monitor_urls.size(); ++i) {
+    auto connz = MonitorJson(monitor_urls[i] + "/connz?limit=1024");
     if (!connz.is_object() || !connz["connections"].is_array()) continue;
     for (const auto& c : connz["connections"]) {
-      if (c.value("name", "").rfind(name_prefix, 0) == 0) return node;
+      if (c.value("name", "").rfind(name_prefix, 0) == 0) return static_cast<int>(i) + 1;
     }
   }
   return 0;

@@ -61,6 +61,8 @@ std::vector<RaftAsset> GatherLeadership(common::NatsClient& client, int node,
 // The node a client whose connection name starts with `name_prefix` is connected to (from every
 // node's /connz); 0 when none is.
 int ConnectedNode(const TestStack& stack, const std::string& name_prefix);
+// The same over the given monitoring URLs (node j = monitor_urls[j - 1]).
+int ConnectedNode(const std::vector<std::string>& monitor_urls, const std::string& name_prefix);
 
 // Publishes until the stream acks, for up to timeout_ms: while a stream has no leader (after a
 // node died) a publish fails for a few seconds with "no responders" or a timeout. Every try

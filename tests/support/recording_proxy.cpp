@@ -8,6 +8,16 @@
 
 namespace testsupport {
 
+namespace {
+
+int64_t WallNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
 struct RecordingProxy::Impl {
   std::string upstream;
   std::unique_ptr<BackgroundServer> server;
@@ -22,6 +32,7 @@ struct RecordingProxy::Impl {
       if (req.has_header(h)) headers.emplace(h, req.get_header_value(h));
     }
     RecordedRequest r = Record(req);
+    r.start_ns = WallNs();
     auto answer = req.method == "POST" ? client.Post(req.path, headers, req.body,
                                                      req.get_header_value("Content-Type"))
                                        : client.Get(req.path, headers);
@@ -32,6 +43,7 @@ struct RecordingProxy::Impl {
     } else {
       res.status = 502;
     }
+    r.end_ns = WallNs();
     std::lock_guard lock(mu);
     requests.push_back(std::move(r));
   }

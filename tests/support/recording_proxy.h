@@ -14,7 +14,10 @@ struct RecordedRequest {
   std::string method, path, body;
   std::string cache_token;  // x-umami-cache, empty when absent
   std::string user_agent;
-  int status = 0;  // what Umami answered
+  int status = 0;           // what Umami answered
+  std::string remote_addr;  // who sent it (the partition tests tell instances by address)
+  int64_t start_ns = 0;     // wall clock (system_clock) when it arrived and when it was answered
+  int64_t end_ns = 0;
 };
 
 class RecordingProxy {
