@@ -87,6 +87,8 @@ void EngineCore::OnPublished(uint64_t pub_id, const PubOutcome& o, TimePoint now
 // --- State ----------------------------------------------------------------------------------
 
 void EngineCore::State::Dispatch(TimePoint now) {
+  if (guard_blocked && !AnyFinishing()) guard_blocked = false;  // its record's event is gone
+  if (guard_blocked) return;
   while (!ready.empty() && sends < cfg.workers) {
     uint64_t eid = ready.front();
     auto it = held.find(eid);
@@ -99,6 +101,13 @@ void EngineCore::State::Dispatch(TimePoint now) {
     ready.pop_front();
     Send(eid, it->second, p, now);
   }
+}
+
+bool EngineCore::State::AnyFinishing() const {
+  for (const auto& [eid, h] : held) {
+    if (h.stage == Stage::kFinishing) return true;
+  }
+  return false;
 }
 
 int EngineCore::State::PickProcess() const {
@@ -255,10 +264,12 @@ void EngineCore::State::OnPublishedGuard(uint64_t eid, Held& h, const PubOutcome
                                          TimePoint now) {
   if (o.kind == PubOutcome::Kind::kStored) {
     // The guard record is stored: a redelivery from here on is recognised. Now ack.
+    guard_blocked = false;
     Emit(AckCmd{h.ref, AckWhy::kStored});
     Finish(eid, now);
     return;
   }
+  guard_blocked = true;
   Note& n = Tell(Note::Kind::kGuardFailed);
   n.seq = h.seq;
   n.text = o.error;

@@ -162,6 +162,11 @@ struct EngineCore::State {
   int64_t held_bytes = 0;
   int sends = 0;
   bool fetching = false;
+  // A guard record failed to be written and none has been written since: the KV bucket cannot
+  // be reached (a partition, a KV outage). No new send starts meanwhile (docs/replayer.md,
+  // "The duplicate guard"): whatever Umami stores now cannot be recorded, and the next leader
+  // would send it again. The failed record's retries (every kGuardRetry) are the probe.
+  bool guard_blocked = false;
   // Messages the intake may take beyond max_in_flight while the core is stalled: see Tick().
   int probe_room = 0;
   int parked = 0;  // events parked by a write fault (kBackoff with parked_write_fault)
@@ -209,6 +214,7 @@ struct EngineCore::State {
 
   // engine_core_send.cpp: sends, checks, decisions, publishes.
   void Dispatch(TimePoint now);
+  bool AnyFinishing() const;  // O(held): called only while guard_blocked
   int PickProcess() const;
   bool AllDown() const;  // every process's last check failed: no head can be tried now
   void Send(uint64_t eid, Held& h, int p, TimePoint now);

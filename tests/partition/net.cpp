@@ -4,17 +4,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace partition_test {
 
 namespace {
 
-constexpr const char* kBridge = "cwpbr";
-constexpr const char* kPrefix = "cwp-";
-// The DNAT that makes 10.77.0.1 the host namespace's loopback for the namespaces.
-const std::string kDnat = std::string("PREROUTING -i ") + kBridge + " -d " + Net::kHostAddress +
-                          " -p tcp -j DNAT --to-destination 127.0.0.1";
 // Per namespace: cuts and degradations in chains of their own, so each can be emptied alone.
 constexpr const char* kChains[] = {"CWP-CUT-IN", "CWP-CUT-OUT", "CWP-DEG-IN", "CWP-DEG-OUT"};
 
@@ -33,14 +29,20 @@ void MustOrThrow(const std::string& command) {
   if (!s.ok()) throw std::runtime_error(s.error().message);
 }
 
-void RemoveLeftovers(const std::map<std::string, int>& hosts) {
-  Quiet(std::string("ip link del ") + kBridge);
-  for (const auto& [name, byte] : hosts) Quiet("ip netns del " + std::string(kPrefix) + name);
-  while (Quiet("iptables -t nat -D " + kDnat) == 0) {
-  }
+}  // namespace
+
+// The DNAT that makes 10.77.N.1 the host namespace's loopback for the namespaces.
+std::string Net::Dnat() const {
+  return "PREROUTING -i " + Bridge() + " -d " + HostAddress() +
+         " -p tcp -j DNAT --to-destination 127.0.0.1";
 }
 
-}  // namespace
+void Net::RemoveLeftovers() {
+  Quiet("ip link del " + Bridge());
+  for (const auto& [name, byte] : hosts_) Quiet("ip netns del " + Ns(name));
+  while (Quiet("iptables -t nat -D " + Dnat()) == 0) {
+  }
+}
 
 common::Result<std::unique_ptr<Net>> Net::Make(const std::map<std::string, int>& hosts) {
   if (geteuid() != 0) {
@@ -52,13 +54,18 @@ common::Result<std::unique_ptr<Net>> Net::Make(const std::map<std::string, int>&
       return common::Error::Permanent(std::string(tool) + " is not installed");
     }
   }
-  RemoveLeftovers(hosts);
-  std::unique_ptr<Net> net(new Net(hosts));
-  const std::string br = kBridge;
+  const char* number_env = std::getenv("PARTITION_NET");
+  const int number = number_env != nullptr && *number_env != 0 ? std::atoi(number_env) : 0;
+  if (number < 0 || number > 99) {
+    return common::Error::Invalid("PARTITION_NET must be 0..99, not " + std::string(number_env));
+  }
+  std::unique_ptr<Net> net(new Net(hosts, number));
+  net->RemoveLeftovers();
+  const std::string br = net->Bridge();
   for (const std::string& c :
-       {"ip link add " + br + " type bridge",
-        "ip addr add " + std::string(kHostAddress) + "/24 dev " + br, "ip link set " + br + " up",
-        "sysctl -qw net.ipv4.conf." + br + ".route_localnet=1", "iptables -t nat -A " + kDnat}) {
+       {"ip link add " + br + " type bridge", "ip addr add " + net->HostAddress() + "/24 dev " + br,
+        "ip link set " + br + " up", "sysctl -qw net.ipv4.conf." + br + ".route_localnet=1",
+        "iptables -t nat -A " + net->Dnat()}) {
     if (auto s = Must(c); !s.ok()) return s.error();
   }
   for (const auto& [name, byte] : hosts) {
@@ -71,7 +78,7 @@ common::Result<std::unique_ptr<Net>> Net::Make(const std::map<std::string, int>&
         "ip -n " + ns + " addr add " + net->Ip(name) + "/24 dev eth0",
         "ip -n " + ns + " link set eth0 up",
         "ip -n " + ns + " link set lo up",
-        "ip -n " + ns + " route add default via " + kHostAddress,
+        "ip -n " + ns + " route add default via " + net->HostAddress(),
     };
     for (const char* chain : kChains) {
       steps.push_back("ip netns exec " + ns + " iptables -N " + chain);
@@ -89,15 +96,17 @@ common::Result<std::unique_ptr<Net>> Net::Make(const std::map<std::string, int>&
 
 Net::~Net() {
   for (auto& [host, proc] : delayers_) proc.reset();
-  RemoveLeftovers(hosts_);
+  RemoveLeftovers();
 }
 
-std::string Net::Ns(const std::string& host) const { return kPrefix + host; }
+std::string Net::Ns(const std::string& host) const {
+  return "cwp" + std::to_string(number_) + "-" + host;
+}
 
 std::string Net::Ip(const std::string& host) const {
   auto it = hosts_.find(host);
   if (it == hosts_.end()) throw std::logic_error("no host " + host);
-  return "10.77.0." + std::to_string(it->second);
+  return Subnet() + std::to_string(it->second);
 }
 
 std::vector<std::string> Net::Exec(const std::string& host) const {
@@ -139,7 +148,7 @@ void Net::Degrade(const std::string& host, double loss, int delay_ms) {
     argv.push_back(testsupport::BinaryDir() + "/tests/partition/netdelay");
     argv.push_back("1");
     argv.push_back(std::to_string(delay_ms));
-    const std::string log = "/tmp/cwp-netdelay-" + host + ".log";
+    const std::string log = "/tmp/" + Ns(host) + "-netdelay.log";
     std::remove(log.c_str());
     delayers_[host] = std::make_unique<testsupport::ChildProcess>(
         argv, std::map<std::string, std::string>{}, log);

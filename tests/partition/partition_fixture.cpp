@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <stdexcept>
 
@@ -96,8 +97,8 @@ DrainWatch::Stall DrainWatch::LongestStall(int64_t from_ns) const {
 std::string Handovers::Describe() const {
   std::string out = std::to_string(count) + " handover(s)";
   if (count > 0) out += ", shortest gap " + Fmt("%.1f s", shortest_gap_s);
-  out += ", both acting within 1 s: " + std::to_string(close) +
-         ", old leader's sends under way at a handover: " + std::to_string(under_way);
+  out += ", gaps under 1 s: " + std::to_string(close) +
+         ", old leader's still unanswered at a handover: " + std::to_string(under_way);
   return out;
 }
 
@@ -118,6 +119,85 @@ Handovers CountHandovers(std::vector<Act> acts, int64_t from_ns) {
   return h;
 }
 
+std::string TermCheck::Describe() const {
+  std::string out = std::to_string(handovers) + " handover(s)";
+  if (handovers > 0)
+    out += ", shortest gap from the old term's end " + Fmt("%.1f s", shortest_gap_s);
+  return out + ", overlapping terms: " + std::to_string(overlaps);
+}
+
+TermCheck CheckTerms(std::vector<Term> terms, int64_t from_ns) {
+  std::sort(terms.begin(), terms.end(),
+            [](const Term& a, const Term& b) { return a.begin_ns < b.begin_ns; });
+  TermCheck c;
+  for (size_t i = 1; i < terms.size(); ++i) {
+    const Term& old = terms[i - 1];
+    const Term& now = terms[i];
+    if (now.begin_ns < from_ns) continue;
+    if (old.who != now.who) ++c.handovers;
+    if (old.end_ns == 0 || old.end_ns > now.begin_ns) {
+      ++c.overlaps;
+      continue;
+    }
+    if (old.who == now.who) continue;
+    double gap = static_cast<double>(now.begin_ns - old.end_ns) / 1e9;
+    if (c.shortest_gap_s < 0 || gap < c.shortest_gap_s) c.shortest_gap_s = gap;
+  }
+  return c;
+}
+
+namespace {
+
+// "2026-12-03T14:31:22.959+00:00 ..." (spdlog's UTC time stamp) in ns since the epoch; 0 if the
+// line has none.
+int64_t LogTimeNs(const std::string& line) {
+  std::tm tm{};
+  int ms = 0;
+  if (line.size() < 23 ||
+      std::sscanf(line.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7) {
+    return 0;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<int64_t>(timegm(&tm)) * 1'000'000'000 + int64_t{ms} * 1'000'000;
+}
+
+}  // namespace
+
+std::vector<Term> PartitionFixture::Terms(char kind) const {
+  const std::string key = kind == 'r' ? "replayer" : "metricswriter";
+  std::vector<Term> terms;
+  for (const char* s : kServices) {
+    if (s[0] != kind) continue;
+    std::ifstream in(stack_->dir() + "/" + s + ".log");
+    std::string line;
+    Term open;
+    auto close = [&](int64_t at) {
+      if (open.begin_ns == 0) return;
+      open.end_ns = at;
+      terms.push_back(open);
+      open = Term{};
+    };
+    while (std::getline(in, line)) {
+      int64_t at = LogTimeNs(line);
+      if (at == 0) continue;
+      if (line.find("leads: took the " + key + " lease") != std::string::npos) {
+        close(at);  // not expected: a term begins only after the last one ended
+        open = Term{s, at, 0};
+      } else if (line.find("lost the " + key + " lease") != std::string::npos ||
+                 line.find("the lease is lost") != std::string::npos ||
+                 line.find("stopping") != std::string::npos ||
+                 line.find(kind == 'r' ? "replayer: replayer " : "metricswriter: metricswriter ") !=
+                     std::string::npos) {  // a new process's first line
+        close(at);
+      }
+    }
+    if (open.begin_ns != 0) terms.push_back(open);
+  }
+  return terms;
+}
+
 std::unique_ptr<PartitionFixture> PartitionFixture::Make(std::string* why) {
   std::map<std::string, int> hosts = {{"n1", 11}, {"n2", 12}, {"n3", 13}, {"r1", 21},
                                       {"r2", 22}, {"w1", 31}, {"w2", 32}};
@@ -132,11 +212,11 @@ std::unique_ptr<PartitionFixture> PartitionFixture::Make(std::string* why) {
   while (!f->nats_server_.empty() && f->nats_server_.back() == '\n') f->nats_server_.pop_back();
   if (f->nats_server_.empty()) throw std::runtime_error("nats-server is not installed");
   f->stack_ = std::make_unique<testsupport::TestStack>(std::vector<std::string>{"pg", "umami"});
-  // PostgreSQL trusts loopback only; the namespaces come from 10.77.0.0/24.
+  // PostgreSQL trusts loopback only; the namespaces come from 10.77.N.0/24.
   std::string hba =
       Capture("psql -XAt '" + f->stack_->Env("UMAMI_DATABASE_URL") + "' -c 'SHOW hba_file'");
   while (!hba.empty() && hba.back() == '\n') hba.pop_back();
-  std::ofstream(hba, std::ios::app) << "host all all 10.77.0.0/24 trust\n";
+  std::ofstream(hba, std::ios::app) << "host all all " + f->net_->Subnet0() + "/24 trust\n";
   testsupport::Query(f->stack_->Env("UMAMI_DATABASE_URL"), "SELECT pg_reload_conf()");
   std::string umami = f->stack_->Env("UMAMI_URLS");
   f->proxy_ = std::make_unique<testsupport::RecordingProxy>(umami.substr(0, umami.find(',')));
@@ -205,7 +285,7 @@ PartitionFixture::~PartitionFixture() {
 std::string PartitionFixture::RootUrl(const std::string& url) const {
   std::string out = url;
   for (size_t at = out.find("127.0.0.1"); at != std::string::npos; at = out.find("127.0.0.1", at)) {
-    out.replace(at, 9, Net::kHostAddress);
+    out.replace(at, 9, net_->HostAddress());
   }
   return out;
 }
@@ -267,8 +347,8 @@ void PartitionFixture::StartService(const std::string& host) {
       {"LOG_LEVEL", "info"},
   };
   if (replayer) {
-    env["UMAMI_URLS"] = "http://" + std::string(Net::kHostAddress) + ":" +
-                        proxy_->url().substr(proxy_->url().rfind(':') + 1);
+    env["UMAMI_URLS"] =
+        "http://" + net_->HostAddress() + ":" + proxy_->url().substr(proxy_->url().rfind(':') + 1);
     env["REPLAYER_ACK_WAIT"] = "10s";
   } else {
     env["DATABASE_URL"] = RootUrl(stack_->Env("DATABASE_URL"));

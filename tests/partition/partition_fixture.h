@@ -1,7 +1,7 @@
 // The partition tests' world (docs/operations.md, "Network partitions"): three nats-server
 // nodes (n1..n3), two replayers (r1, r2) and two metricswriters (w1, w2), each in a network
 // namespace of its own (tests/partition/net.h), and a real PostgreSQL and Umami 2.10 in the host's
-// namespace (scripts/stack), reached from the namespaces at 10.77.0.1. Between the replayers and
+// namespace (scripts/stack), reached from the namespaces at 10.77.N.1. Between the replayers and
 // Umami sits a recording proxy, and PostgreSQL records each batch row's inserting address, so a
 // test can tell which instance sent what and when (the lease's overlap, docs/contract.md §1).
 //
@@ -75,6 +75,24 @@ struct Handovers {
 };
 Handovers CountHandovers(std::vector<Act> acts, int64_t from_ns = 0);
 
+// One instance's leadership term, from its log: from "leads: took the <key> lease" to the first
+// of "lost the <key> lease", the engine's "the lease is lost", "stopping", or the first line of a
+// new process (the old one was killed); end_ns 0 while it lasts.
+struct Term {
+  std::string who;
+  int64_t begin_ns = 0;
+  int64_t end_ns = 0;
+};
+// Whether a term began before the one before it had ended: the lease's promise (docs/contract.md
+// §1) is that the old leader stops starting work before the new one takes the lease.
+struct TermCheck {
+  int handovers = 0;
+  int overlaps = 0;
+  double shortest_gap_s = -1;  // new term's begin - old term's end
+  std::string Describe() const;
+};
+TermCheck CheckTerms(std::vector<Term> terms, int64_t from_ns = 0);
+
 class PartitionFixture {
  public:
   // Null with *why set where namespaces cannot be made (not root, no ip/iptables).
@@ -112,6 +130,8 @@ class PartitionFixture {
   // The replayers' sends to Umami and the metricswriters' batch inserts, by instance.
   std::vector<Act> Sends() const;
   std::vector<Act> Inserts() const;
+  // The leadership terms of the replayers ('r') or the metricswriters ('w'), from their logs.
+  std::vector<Term> Terms(char kind) const;
   // Sends Umami answered 2xx to `host` between the two moments (duplicate bound of a cut).
   int AnsweredSends(const std::string& host, int64_t from_ns, int64_t to_ns) const;
 
@@ -128,7 +148,7 @@ class PartitionFixture {
 
  private:
   PartitionFixture() = default;
-  std::string RootUrl(const std::string& url) const;  // 127.0.0.1 -> 10.77.0.1
+  std::string RootUrl(const std::string& url) const;  // 127.0.0.1 -> 10.77.N.1
   std::unique_ptr<Net> net_;
   std::unique_ptr<testsupport::TestStack> stack_;
   std::unique_ptr<testsupport::RecordingProxy> proxy_;

@@ -327,3 +327,41 @@ TEST_CASE("core: the byte budget, no fetch beyond it, but one huge message alone
   CHECK(d.All<FetchCmd>().empty());  // over the budget: no fetch while it is held
   CHECK(d.core.held_bytes() == 3000);
 }
+
+TEST_CASE("core: a guard record that cannot be written holds new sends until one is written",
+          "[core]") {
+  // A leader cut off from NATS can still reach Umami: whatever it stores then it cannot record,
+  // and the next leader sends it again. So after a failed record no new send starts.
+  Driver d;
+  d.Up();
+  d.Fetched({d.Msg(1, Body("a1", "a", 1000)), d.Msg(2, Body("b1", "b", 1000))});
+  for (const auto& v : d.All<VisitLookupCmd>()) {
+    d.core.OnVisitAnswer(v.lane, Lookup::kAbsent, "", d.now);
+  }
+  d.Take();
+  auto sends = d.All<SendCmd>();
+  REQUIRE(sends.size() == 2);
+  d.Answer(sends[0], 200, kToken);
+  auto guard = d.One<PutGuardCmd>();
+  d.core.OnPublished(guard.pub_id, {PubOutcome::Kind::kFailed, "timeout"}, d.now);
+  d.Take();
+  CHECK(d.Noted(Note::Kind::kGuardFailed));
+  // A send already under way finishes; its record waits behind the same gate's probe.
+  d.Answer(sends[1], 200, kToken2);
+  auto guard_b = d.One<PutGuardCmd>();
+  // New events arrive: none is sent while no record can be written.
+  d.Fetched({d.Msg(3, Body("c1", "c", 1000))});
+  d.Visit();
+  CHECK(d.All<SendCmd>().empty());
+  d.Later(seconds(1));  // the failed record is written again
+  auto retry = d.One<PutGuardCmd>();
+  CHECK(retry.key == "a1");
+  CHECK(d.All<SendCmd>().empty());
+  d.core.OnPublished(retry.pub_id, {}, d.now);  // KV answers again
+  d.Take();
+  CHECK(d.One<AckCmd>().why == AckWhy::kStored);
+  CHECK(d.One<SendCmd>().stream_seq == 3);  // sends resume at once
+  d.core.OnPublished(guard_b.pub_id, {}, d.now);
+  d.Take();
+  CHECK(d.core.SelfCheck().empty());
+}

@@ -49,6 +49,8 @@ MUTATIONS = [
     ("a batch that carries the visit's token past the visit's end (no Continues check)",
      [("replayer/engine_core_batch.cpp",
        "    if (!VisitStates::Continues(*v, f.ev.accepted_at_ms)) break;\n", "")]),
+    ("sends go on while the duplicate guard cannot record (no guard gate)",
+     [("replayer/engine_core_send.cpp", "  if (guard_blocked) return;\n", "")]),
 ]
 
 

@@ -38,6 +38,7 @@ void World::Lead(int inst) {
   I.sent_once.clear();
   I.stopping = false;
   I.core = std::make_unique<replayer::EngineCore>(sc_.core);
+  I.guard_blocked = false;
   ++stats_.takeovers;
   Note("leads", I.epoch, 0, inst);
   uint64_t epoch = I.epoch;
@@ -142,6 +143,13 @@ void World::Execute(int inst) {
           Fail("a cache token that is not one went out (" + std::to_string(v.size()) + " bytes)");
           return;
         }
+      }
+      if (I.guard_blocked && !I.finishing.empty()) {
+        Fail(
+            "a send started while the duplicate guard cannot record (a guard write failed and "
+            "none has been written since), seq " +
+            std::to_string(s->stream_seq));
+        return;
       }
       if (I.lane_sends[lane] > 0) {
         Fail("two sends of one visitor in flight at once (seq " + std::to_string(s->stream_seq) +
@@ -280,7 +288,8 @@ void World::Execute(int inst) {
           if (applied) guard_[key] = 1;
         });
         At(now_ + milliseconds(5000), [this, inst, epoch, id] {
-          Feed(inst, epoch, [this, id](replayer::EngineCore& core) {
+          Feed(inst, epoch, [this, inst, id](replayer::EngineCore& core) {
+            inst_[inst]->guard_blocked = true;
             core.OnPublished(id, {replayer::PubOutcome::Kind::kFailed, "timeout"}, now_);
           });
         });
@@ -288,8 +297,10 @@ void World::Execute(int inst) {
         At(now_ + lat, [this, key, inst, epoch, id] {
           guard_[key] = 1;
           At(now_ + milliseconds(rng_.Int(0, 2)), [this, inst, epoch, id] {
-            Feed(inst, epoch,
-                 [this, id](replayer::EngineCore& core) { core.OnPublished(id, {}, now_); });
+            Feed(inst, epoch, [this, inst, id](replayer::EngineCore& core) {
+              inst_[inst]->guard_blocked = false;
+              core.OnPublished(id, {}, now_);
+            });
           });
         });
       }

@@ -49,6 +49,9 @@ struct World::Instance {
   std::unordered_set<uint64_t> dead_lettering;  // seqs whose dead letter it published, unacked
   uint64_t steps = 0;
   bool stopping = false;  // told to stop or that the lease is lost
+  // The core was told a guard record failed and no record has been written since: no send may
+  // start (a stored event it could not record would be sent again by the next leader).
+  bool guard_blocked = false;
 };
 
 // How Umami answers; decided when the request is processed.
