@@ -87,8 +87,7 @@ void EngineCore::OnPublished(uint64_t pub_id, const PubOutcome& o, TimePoint now
 // --- State ----------------------------------------------------------------------------------
 
 void EngineCore::State::Dispatch(TimePoint now) {
-  if (guard_blocked && !AnyFinishing()) guard_blocked = false;  // its record's event is gone
-  if (guard_blocked) return;
+  if (GuardGateClosed(now)) return;
   while (!ready.empty() && sends < cfg.workers) {
     uint64_t eid = ready.front();
     auto it = held.find(eid);
@@ -101,6 +100,18 @@ void EngineCore::State::Dispatch(TimePoint now) {
     ready.pop_front();
     Send(eid, it->second, p, now);
   }
+}
+
+bool EngineCore::State::GuardGateClosed(TimePoint now) {
+  if (guard_blocked && !AnyFinishing()) guard_blocked = false;  // its record's event is gone
+  if (guard_blocked) return true;
+  while (!guard_writes.empty()) {
+    const GuardWrite& g = guard_writes.front();
+    auto it = held.find(g.eid);
+    if (it != held.end() && it->second.stage == Stage::kFinishing && it->second.op == g.op) break;
+    guard_writes.pop_front();  // answered (or written again: a newer entry follows)
+  }
+  return !guard_writes.empty() && now - guard_writes.front().since >= kGuardSlow;
 }
 
 bool EngineCore::State::AnyFinishing() const {
@@ -257,6 +268,7 @@ void EngineCore::State::PutGuard(uint64_t eid, Held& h, TimePoint now) {
   h.stage = Stage::kFinishing;
   NewOp(eid, h);
   Emit(PutGuardCmd{h.op, KvSafe(h.ev.id), std::to_string(h.seq)});
+  guard_writes.push_back({eid, h.op, now});
   Arm(eid, h, now + kGuardAckWait);
 }
 

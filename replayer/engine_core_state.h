@@ -25,6 +25,10 @@ constexpr milliseconds kDownRecheck{2000};
 constexpr milliseconds kSendGrace{5000};
 constexpr milliseconds kGuardAckWait{10'000};
 constexpr milliseconds kGuardRetry{1000};
+// A guard record unanswered for this long closes the guard gate as a failed one does: the KV
+// bucket answers in milliseconds when it can, and a cut-off leader's records only fail after
+// their publish times out, seconds of sends later (docs/replayer.md, "The guard gate").
+constexpr milliseconds kGuardSlow{1000};
 constexpr milliseconds kLookupRetry{1000};
 constexpr milliseconds kDeadLetterAckWait{15'000};
 constexpr milliseconds kDeadLetterRetry{5000};
@@ -167,6 +171,14 @@ struct EngineCore::State {
   // "The duplicate guard"): whatever Umami stores now cannot be recorded, and the next leader
   // would send it again. The failed record's retries (every kGuardRetry) are the probe.
   bool guard_blocked = false;
+  // Guard records in the order they were written (event, op, when), the oldest unanswered
+  // first; entries whose event has moved on are dropped from the front as Dispatch looks.
+  struct GuardWrite {
+    uint64_t eid;
+    uint64_t op;
+    TimePoint since;
+  };
+  std::deque<GuardWrite> guard_writes;
   // Messages the intake may take beyond max_in_flight while the core is stalled: see Tick().
   int probe_room = 0;
   int parked = 0;  // events parked by a write fault (kBackoff with parked_write_fault)
@@ -215,6 +227,7 @@ struct EngineCore::State {
   // engine_core_send.cpp: sends, checks, decisions, publishes.
   void Dispatch(TimePoint now);
   bool AnyFinishing() const;  // O(held): called only while guard_blocked
+  bool GuardGateClosed(TimePoint now);
   int PickProcess() const;
   bool AllDown() const;  // every process's last check failed: no head can be tried now
   void Send(uint64_t eid, Held& h, int p, TimePoint now);

@@ -360,8 +360,34 @@ TEST_CASE("core: a guard record that cannot be written holds new sends until one
   d.core.OnPublished(retry.pub_id, {}, d.now);  // KV answers again
   d.Take();
   CHECK(d.One<AckCmd>().why == AckWhy::kStored);
-  CHECK(d.One<SendCmd>().stream_seq == 3);  // sends resume at once
+  CHECK(d.All<SendCmd>().empty());  // b1's record, written a second ago, is still unanswered
   d.core.OnPublished(guard_b.pub_id, {}, d.now);
   d.Take();
+  CHECK(d.One<SendCmd>().stream_seq == 3);  // every record answered: sends resume at once
   CHECK(d.core.SelfCheck().empty());
+}
+
+TEST_CASE("core: a guard record unanswered for a second holds new sends until it is answered",
+          "[core]") {
+  // A cut-off leader's record fails only when its publish times out, seconds of sends later:
+  // a record that waits a second closes the gate as a failed one does.
+  Driver d;
+  d.Up();
+  d.Fetched({d.Msg(1, Body("a1", "a", 1000))});
+  d.Visit();
+  d.Answer(d.One<SendCmd>(), 200, kToken);
+  auto guard = d.One<PutGuardCmd>();
+  d.now += milliseconds(500);
+  d.Fetched({d.Msg(2, Body("b1", "b", 1000))});
+  d.Visit();
+  auto early = d.One<SendCmd>();  // half a second: a slow bucket, not yet a closed gate
+  CHECK(early.stream_seq == 2);
+  d.now += milliseconds(600);
+  d.Fetched({d.Msg(3, Body("c1", "c", 1000))});
+  d.Visit();
+  CHECK(d.All<SendCmd>().empty());  // the record has waited 1.1 s
+  d.core.OnPublished(guard.pub_id, {}, d.now);
+  d.Take();
+  CHECK(d.One<AckCmd>().why == AckWhy::kStored);
+  CHECK(d.One<SendCmd>().stream_seq == 3);
 }

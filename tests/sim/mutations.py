@@ -50,7 +50,11 @@ MUTATIONS = [
      [("replayer/engine_core_batch.cpp",
        "    if (!VisitStates::Continues(*v, f.ev.accepted_at_ms)) break;\n", "")]),
     ("sends go on while the duplicate guard cannot record (no guard gate)",
-     [("replayer/engine_core_send.cpp", "  if (guard_blocked) return;\n", "")]),
+     [("replayer/engine_core_send.cpp", "  if (guard_blocked) return true;\n", "")]),
+    ("sends go on while a guard record waits for its answer (no slow-record gate)",
+     [("replayer/engine_core_send.cpp",
+       "  return !guard_writes.empty() && now - guard_writes.front().since >= kGuardSlow;\n",
+       "  return false;\n")]),
 ]
 
 

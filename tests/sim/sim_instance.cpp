@@ -39,6 +39,7 @@ void World::Lead(int inst) {
   I.stopping = false;
   I.core = std::make_unique<replayer::EngineCore>(sc_.core);
   I.guard_blocked = false;
+  I.guard_unanswered.clear();
   ++stats_.takeovers;
   Note("leads", I.epoch, 0, inst);
   uint64_t epoch = I.epoch;
@@ -141,6 +142,14 @@ void World::Execute(int inst) {
         }
         if (k == "x-umami-cache" && !replayer::UsableToken(v)) {
           Fail("a cache token that is not one went out (" + std::to_string(v.size()) + " bytes)");
+          return;
+        }
+      }
+      for (const auto& [id, since] : I.guard_unanswered) {
+        if (now_ - since > milliseconds(1000)) {
+          Fail("a send started while a guard record has waited " +
+               std::to_string(std::chrono::duration_cast<milliseconds>(now_ - since).count()) +
+               " ms for an answer (seq " + std::to_string(s->stream_seq) + ")");
           return;
         }
       }
@@ -280,6 +289,7 @@ void World::Execute(int inst) {
       bool down = FaultActive(Fault::kKvDown, -1);
       std::string key = pg->key;
       uint64_t id = pg->pub_id;
+      I.guard_unanswered[id] = now_;
       auto lat = milliseconds(rng_.Int(0, 3));
       if (down) {
         // No answer within the client's timeout; the write may still have been applied.
@@ -290,6 +300,7 @@ void World::Execute(int inst) {
         At(now_ + milliseconds(5000), [this, inst, epoch, id] {
           Feed(inst, epoch, [this, inst, id](replayer::EngineCore& core) {
             inst_[inst]->guard_blocked = true;
+            inst_[inst]->guard_unanswered.erase(id);
             core.OnPublished(id, {replayer::PubOutcome::Kind::kFailed, "timeout"}, now_);
           });
         });
@@ -299,6 +310,7 @@ void World::Execute(int inst) {
           At(now_ + milliseconds(rng_.Int(0, 2)), [this, inst, epoch, id] {
             Feed(inst, epoch, [this, inst, id](replayer::EngineCore& core) {
               inst_[inst]->guard_blocked = false;
+              inst_[inst]->guard_unanswered.erase(id);
               core.OnPublished(id, {}, now_);
             });
           });

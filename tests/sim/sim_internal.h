@@ -52,6 +52,9 @@ struct World::Instance {
   // The core was told a guard record failed and no record has been written since: no send may
   // start (a stored event it could not record would be sent again by the next leader).
   bool guard_blocked = false;
+  // Guard records written and not yet answered, by publish id: when each was written. No send
+  // may start while one has waited more than a second (the core's kGuardSlow).
+  std::unordered_map<uint64_t, TimePoint> guard_unanswered;
 };
 
 // How Umami answers; decided when the request is processed.
