@@ -39,7 +39,11 @@ std::string Net::Dnat() const {
 
 void Net::RemoveLeftovers() {
   Quiet("ip link del " + Bridge());
-  for (const auto& [name, byte] : hosts_) Quiet("ip netns del " + Ns(name));
+  for (const auto& [name, byte] : hosts_) {
+    Quiet("ip netns del " + Ns(name));
+    // The pair goes with its namespace, unless a process of a killed run still holds that.
+    Quiet("ip link del " + Ns(name));
+  }
   while (Quiet("iptables -t nat -D " + Dnat()) == 0) {
   }
 }
