@@ -12,6 +12,7 @@
 // starts a new one from the last stream sequence seen. Message gets are slower (a request per
 // message, each answer JSON with base64), so they only take over when consumers keep failing.
 #include <nats/nats.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <charconv>
@@ -151,11 +152,17 @@ void StreamBrowser::Stop(Millis patience_limit) {
     sub_ = nullptr;
   }
   if (consumer_.empty()) return;
-  // Deleted now; should this fail, the server removes it once its inactive threshold passed.
+  // Deleted now; should this fail, the server removes it once its inactive threshold passed,
+  // and the operator, who may list consumers meanwhile, is told so. Not found: a create whose
+  // answer was lost did not make it, or the server removed it already.
   nats_admin::Patience patience(patience_limit);
-  (void)nats_admin::ApiRequest(*client_,
-                               "$JS.API.CONSUMER.DELETE." + spec_.stream + "." + consumer_, "",
-                               "read " + spec_.stream + ": remove its consumer", patience);
+  auto deleted =
+      nats_admin::ApiRequest(*client_, "$JS.API.CONSUMER.DELETE." + spec_.stream + "." + consumer_,
+                             "", "read " + spec_.stream + ": remove its consumer", patience);
+  if (!deleted && deleted.error().kind != ErrorKind::kNotFound) {
+    spdlog::warn("{}; consumer {} stays on {} until the server removes it, {} s after this walk",
+                 deleted.error().message, consumer_, spec_.stream, kInactiveNs / 1'000'000'000);
+  }
   consumer_.clear();
 }
 
