@@ -162,7 +162,7 @@ TEST_CASE("soak: steady traffic with kills, node restarts and partitions loses n
   auto end_fault = [&] {
     f->net().HealAll();
     faults << static_cast<int64_t>(fault_start) << "," << static_cast<int64_t>(since()) << ","
-           << fault_name << "\n";
+           << '"' << fault_name << "\"\n";  // names hold commas, never quotes
     faults.flush();
     fault_ends = -1;
   };
