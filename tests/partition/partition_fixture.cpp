@@ -492,18 +492,18 @@ uint64_t PartitionFixture::Held(common::NatsClient& client, const std::string& s
   return r ? r->messages : ~uint64_t{0};
 }
 
+bool PartitionFixture::Drained(common::NatsClient& client, const std::string& stream) {
+  auto r = platformctl::nats_admin::ReadStream(client, stream);
+  if (!r || r->consumers.empty()) return false;
+  for (const auto& c : r->consumers) {
+    if (c.offline || c.unacked != 0 || c.pending != 0) return false;
+  }
+  return true;
+}
+
 bool PartitionFixture::WaitDrained(common::NatsClient& client, const std::string& stream,
                                    int timeout_ms) {
-  return testsupport::WaitFor(
-      [&] {
-        auto r = platformctl::nats_admin::ReadStream(client, stream);
-        if (!r || r->messages != 0) return false;
-        for (const auto& c : r->consumers) {
-          if (c.unacked != 0 || c.pending != 0) return false;
-        }
-        return true;
-      },
-      timeout_ms);
+  return testsupport::WaitFor([&] { return Drained(client, stream); }, timeout_ms);
 }
 
 testsupport::Ledger PartitionFixture::ledger() const {

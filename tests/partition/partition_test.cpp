@@ -126,7 +126,9 @@ void Run(PartitionFixture& f, const Scenario& s) {
       "  replayer lease terms (logs): %s; sends seen by Umami: %s\n"
       "  metricswriter lease terms (logs): %s; batch rows: %s\n"
       "  halfway through the fault: %s\n"
-      "  publishes retried: %d, longest publish %lld ms\n",
+      "  publishes retried: %d, longest publish %lld ms\n"
+      "  held in the streams after every ack (acked, not removed by JetStream): web %llu, "
+      "metrics %llu\n",
       s.name.c_str(), load.event_ids().size(), load.event_ids().size() - missing_events.size(),
       static_cast<long long>(dups), bound, s.faulted.empty() ? "-" : s.faulted.c_str(),
       missing_events.size() > static_cast<size_t>(web_dlq) ? missing_events.size() - web_dlq : 0,
@@ -137,7 +139,9 @@ void Run(PartitionFixture& f, const Scenario& s) {
       static_cast<long long>(api_dlq), web_stall.seconds, web_stall.began_s, api_stall.seconds,
       api_stall.began_s, drain_s, rterms.Describe().c_str(), sends.Describe().c_str(),
       wterms.Describe().c_str(), inserts.Describe().c_str(), seen.c_str(), load.retried(),
-      static_cast<long long>(load.longest_ms()));
+      static_cast<long long>(load.longest_ms()),
+      static_cast<unsigned long long>(f.Held(*observer, "WEB_EVENTS")),
+      static_cast<unsigned long long>(f.Held(*observer, "API_METRICS")));
   std::fputs(text, stdout);
   std::fflush(stdout);
   // CTest shows a passing test's output to nobody: scripts/test prints this file after the run.
