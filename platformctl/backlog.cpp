@@ -1,5 +1,7 @@
 #include "platformctl/backlog.h"
 
+#include <algorithm>
+
 namespace platformctl::backlog {
 
 std::optional<double> Rate(uint64_t before, uint64_t after, double interval_seconds) {
@@ -8,8 +10,37 @@ std::optional<double> Rate(uint64_t before, uint64_t after, double interval_seco
   return static_cast<double>(after - before) / interval_seconds;
 }
 
+namespace {
+
+// The one consumer of a work queue, when it answered; nullptr otherwise.
+const ConsumerReading* OnlyConsumer(const StreamReading& r) {
+  if (!r.work_queue || r.consumers.size() != 1 || r.consumers[0].offline) return nullptr;
+  return &r.consumers[0];
+}
+
+// Held messages the consumer knows nothing of: neither still to deliver nor unacked.
+uint64_t Surplus(const StreamReading& r, const ConsumerReading& c) {
+  const uint64_t known = c.pending + c.unacked;
+  return r.messages > known ? r.messages - known : 0;
+}
+
+std::optional<uint64_t> LeftBehind(const StreamReading& before, const StreamReading& now) {
+  const ConsumerReading* b = OnlyConsumer(before);
+  const ConsumerReading* n = OnlyConsumer(now);
+  if (b == nullptr || n == nullptr || b->name != n->name) return std::nullopt;
+  if (now.messages == 0 || before.messages == 0 || before.first_seq != now.first_seq ||
+      before.first_seq > b->ack_floor_stream_seq) {
+    return 0;
+  }
+  return std::max<uint64_t>(1, std::min(Surplus(before, *b), Surplus(now, *n)));
+}
+
+}  // namespace
+
 StreamView Compute(const std::optional<StreamReading>& before, const StreamReading& now) {
   StreamView v;
+  if (before) v.left_behind = LeftBehind(*before, now);
+  const uint64_t waiting = now.messages - std::min(now.messages, v.left_behind.value_or(0));
   v.now = now;
   if (now.messages > 0) {
     v.oldest_ns = now.first_ns;
@@ -29,12 +60,12 @@ StreamView Compute(const std::optional<StreamReading>& before, const StreamReadi
       v.out_rate = removed > 0 ? removed / dt : 0.0;
     }
   }
-  if (now.messages == 0) {
+  if (waiting == 0) {
     v.draining = true;
     v.time_to_clear_seconds = 0;
   } else if (v.in_rate && v.out_rate && *v.out_rate > *v.in_rate) {
     v.draining = true;
-    v.time_to_clear_seconds = static_cast<double>(now.messages) / (*v.out_rate - *v.in_rate);
+    v.time_to_clear_seconds = static_cast<double>(waiting) / (*v.out_rate - *v.in_rate);
   }
   for (const auto& c : now.consumers) {
     ConsumerView cv;

@@ -61,6 +61,11 @@ StreamGauges::StreamGauges(common::metrics::Registry& r)
                              kStream)),
       consumer_count_(
           r.AddGauge("jetstream_stream_consumers", H("Consumers on the stream."), kStream)),
+      left_behind_(r.AddGauge(
+          "jetstream_stream_left_behind_messages",
+          H("Work queue only: held messages its consumer acked that JetStream did not remove "
+            "(the oldest message's age is then theirs); NaN until two readings."),
+          kStream)),
       pending_(r.AddGauge("jetstream_consumer_pending",
                           H("Messages not yet delivered to the consumer (never added to unacked)."),
                           kConsumer)),
@@ -103,7 +108,7 @@ StreamGauges::StreamGauges(common::metrics::Registry& r)
                                   "started (resets on restart).")
                          .Get()) {
   for (auto* f : {&messages_, &bytes_, &first_seq_, &last_seq_, &removed_, &oldest_ts_,
-                  &oldest_age_, &consumer_count_})
+                  &oldest_age_, &consumer_count_, &left_behind_})
     all_.emplace_back(f, false);
   for (auto* f : {&pending_, &unacked_, &max_ack_pending_, &redelivered_, &delivered_seq_,
                   &ack_floor_seq_, &last_delivered_ts_, &last_ack_ts_, &waiting_pulls_})
@@ -119,7 +124,14 @@ void StreamGauges::Record(const std::vector<StreamReading>& readings, double rea
     const Key s{r.name};
     streams.insert(s);
     read_at = std::max(read_at, r.read_at_ns);
-    auto view = platformctl::backlog::Compute(std::nullopt, r);
+    auto before = previous_.find(r.name);
+    auto view = before == previous_.end() ? platformctl::backlog::Compute(std::nullopt, r)
+                                          : platformctl::backlog::Compute(before->second, r);
+    previous_[r.name] = r;
+    if (r.work_queue) {
+      left_behind_.With(s).Set(view.left_behind ? static_cast<double>(*view.left_behind)
+                                                : std::numeric_limits<double>::quiet_NaN());
+    }
     messages_.With(s).Set(static_cast<double>(r.messages));
     bytes_.With(s).Set(static_cast<double>(r.bytes));
     first_seq_.With(s).Set(static_cast<double>(r.first_seq));

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -51,6 +52,8 @@ class StreamGauges {
   int64_t last_read_ns_ = 0;
   std::set<Key> streams_seen_;
   std::set<Key> consumers_seen_;
+  // The last reading of each stream: left-behind messages are known from two (backlog.h).
+  std::map<std::string, platformctl::backlog::StreamReading> previous_;
   std::vector<std::pair<common::metrics::Family<common::metrics::Gauge>*, bool>>
       all_;  // per_consumer
 
@@ -62,6 +65,7 @@ class StreamGauges {
   common::metrics::Family<common::metrics::Gauge>& oldest_ts_;
   common::metrics::Family<common::metrics::Gauge>& oldest_age_;
   common::metrics::Family<common::metrics::Gauge>& consumer_count_;
+  common::metrics::Family<common::metrics::Gauge>& left_behind_;
   common::metrics::Family<common::metrics::Gauge>& pending_;
   common::metrics::Family<common::metrics::Gauge>& unacked_;
   common::metrics::Family<common::metrics::Gauge>& max_ack_pending_;

@@ -116,6 +116,8 @@ backlog::StreamReading StateOf(const std::string& stream, const nlohmann::json& 
   r.first_seq = U64(st, "first_seq");
   r.last_seq = U64(st, "last_seq");
   r.first_ns = TimeNs(st, "first_ts");
+  r.work_queue = info.contains("config") && info["config"].is_object() &&
+                 Str(info["config"], "retention") == "workqueue";
   return r;
 }
 
@@ -133,6 +135,7 @@ backlog::ConsumerReading ConsumerOf(const nlohmann::json& ci) {
   const auto& a = ci.contains("ack_floor") && ci["ack_floor"].is_object() ? ci["ack_floor"] : empty;
   c.delivered_seq = U64(d, "consumer_seq");
   c.ack_floor_seq = U64(a, "consumer_seq");
+  c.ack_floor_stream_seq = U64(a, "stream_seq");
   c.last_delivered_ns = TimeNs(d, "last_active");
   c.last_acked_ns = TimeNs(a, "last_active");
   c.max_ack_pending = I64(cfg, "max_ack_pending");

@@ -176,6 +176,11 @@ void PrintStreamsText(const std::vector<StreamView>& views, std::ostream& out) {
                   v.oldest_age_seconds ? common::HumanSeconds(*v.oldest_age_seconds).c_str() : "-",
                   Rate(v.in_rate).c_str(), Rate(v.out_rate).c_str(), clear.c_str());
     out << line;
+    if (v.left_behind.value_or(0) > 0) {
+      out << "  LEFT BEHIND " << *v.left_behind
+          << ": acked by its consumer, not removed by JetStream; the OLDEST and AGE above are"
+             " theirs, not the backlog's (docs/operations.md, Network partitions)\n";
+    }
     for (const auto& c : v.consumers) {
       if (c.now.offline) {
         out << "  consumer " << c.now.name
@@ -220,6 +225,7 @@ void PrintStreamsJson(const std::vector<StreamView>& views, std::ostream& out) {
     s["out_rate"] = Opt(v.out_rate);
     s["time_to_clear_seconds"] = Opt(v.time_to_clear_seconds);
     s["draining"] = v.draining;
+    s["left_behind"] = v.left_behind ? nlohmann::json(*v.left_behind) : nlohmann::json(nullptr);
     s["read_at"] = common::FormatRfc3339(v.now.read_at_ns);
     s["consumers"] = nlohmann::json::array();
     for (const auto& c : v.consumers) {

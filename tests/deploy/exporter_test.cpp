@@ -109,3 +109,28 @@ TEST_CASE("a failed reading keeps the last numbers and says so", "[exporter]") {
   CHECK(Has(out, "jetstream_read_timestamp_seconds 1000"));  // when the numbers were read
   CHECK(Has(out, "jetstream_stream_messages{stream=\"WEB_EVENTS\"} 10"));
 }
+
+TEST_CASE("a work queue's left-behind messages are a gauge from two readings", "[exporter]") {
+  common::metrics::Registry registry;
+  platformctl::StreamGauges gauges(registry);
+  // One message held that the consumer acked long ago (its floor is at 50), nothing else.
+  auto stuck = [](int64_t at_s) {
+    StreamReading r = Web(at_s, 1, 50);
+    r.work_queue = true;
+    r.first_seq = 20;
+    r.consumers[0].pending = 0;
+    r.consumers[0].unacked = 0;
+    r.consumers[0].ack_floor_stream_seq = 50;
+    return r;
+  };
+  gauges.Record({stuck(1000)}, 0.1);
+  CHECK(Has(registry.Expose(), "jetstream_stream_left_behind_messages{stream=\"WEB_EVENTS\"} Nan"));
+  gauges.Record({stuck(1015)}, 0.1);
+  CHECK(Has(registry.Expose(), "jetstream_stream_left_behind_messages{stream=\"WEB_EVENTS\"} 1"));
+  // A reading where the oldest is a message still to deliver: none left behind.
+  auto waiting = Web(1030, 10, 60);
+  waiting.work_queue = true;
+  waiting.consumers[0].ack_floor_stream_seq = 49;
+  gauges.Record({waiting}, 0.1);
+  CHECK(Has(registry.Expose(), "jetstream_stream_left_behind_messages{stream=\"WEB_EVENTS\"} 0"));
+}

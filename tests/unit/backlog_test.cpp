@@ -90,3 +90,70 @@ TEST_CASE("pending and unacked stay apart, and a full unacked window with no ack
   CHECK_FALSE(v.consumers[0].saturated);
   CHECK(*v.consumers[0].ack_rate == Approx(40));
 }
+
+namespace {
+// A work queue of `messages` from `first_seq`, its one consumer with the given counts and ack
+// floor (a stream sequence).
+StreamReading Queue(int64_t at_s, uint64_t messages, uint64_t first_seq, uint64_t pending,
+                    uint64_t unacked, uint64_t floor_seq) {
+  StreamReading r;
+  r.name = "WEB_EVENTS";
+  r.work_queue = true;
+  r.read_at_ns = at_s * kSec;
+  r.messages = messages;
+  r.first_seq = first_seq;
+  r.last_seq = floor_seq + pending + unacked;
+  r.first_ns = (at_s - 600) * kSec;
+  ConsumerReading c;
+  c.name = "replayer";
+  c.pending = pending;
+  c.unacked = unacked;
+  c.ack_floor_stream_seq = floor_seq;
+  r.consumers.push_back(c);
+  return r;
+}
+}  // namespace
+
+TEST_CASE("left behind: a held message the work queue's consumer acked, seen in two readings",
+          "[backlog]") {
+  // Message 63009 still held; the consumer acked up to 74836 and has nothing else.
+  auto v = Compute(Queue(0, 1, 63009, 0, 0, 74836), Queue(10, 1, 63009, 0, 0, 74900));
+  REQUIRE(v.left_behind);
+  CHECK(*v.left_behind == 1);
+  CHECK(v.draining);  // nothing else is waiting
+  CHECK(*v.time_to_clear_seconds == 0);
+  // With 50 messages waiting behind it, only those count for the time to clear.
+  v = Compute(Queue(0, 101, 63009, 100, 0, 74836), Queue(10, 51, 63009, 50, 0, 74886));
+  REQUIRE(v.left_behind);
+  CHECK(*v.left_behind == 1);
+  REQUIRE(v.time_to_clear_seconds);
+  CHECK(*v.time_to_clear_seconds == Approx(10));  // 50 waiting, out 5/s, in 0
+}
+
+TEST_CASE(
+    "left behind: unknown from one reading, on other streams, or without one answering "
+    "consumer; none when the oldest moved or was never acked",
+    "[backlog]") {
+  CHECK_FALSE(Compute(std::nullopt, Queue(0, 1, 63009, 0, 0, 74836)).left_behind);
+  auto limits = Queue(0, 1, 63009, 0, 0, 74836);
+  limits.work_queue = false;
+  CHECK_FALSE(Compute(limits, limits).left_behind);
+  auto two = Queue(0, 1, 63009, 0, 0, 74836);
+  two.consumers.push_back(two.consumers[0]);
+  two.consumers[1].name = "other";
+  CHECK_FALSE(Compute(two, two).left_behind);
+  auto offline = Queue(0, 1, 63009, 0, 0, 74836);
+  offline.consumers[0].offline = true;
+  CHECK_FALSE(Compute(offline, offline).left_behind);
+
+  // An ack that landed between the stream's and the consumer's request of the first reading:
+  // the message is gone at the second.
+  auto v = Compute(Queue(0, 5, 100, 4, 0, 100), Queue(10, 4, 101, 4, 0, 100));
+  REQUIRE(v.left_behind);
+  CHECK(*v.left_behind == 0);
+  // The oldest still waits to be delivered or acked: a backlog, not left behind.
+  v = Compute(Queue(0, 5, 100, 4, 1, 99), Queue(10, 5, 100, 4, 1, 99));
+  REQUIRE(v.left_behind);
+  CHECK(*v.left_behind == 0);
+  CHECK_FALSE(v.draining);
+}
