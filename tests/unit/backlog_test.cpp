@@ -132,7 +132,7 @@ TEST_CASE("left behind: a held message the work queue's consumer acked, seen in 
 
 TEST_CASE(
     "left behind: unknown from one reading, on other streams, or without one answering "
-    "consumer; none when the oldest moved or was never acked",
+    "consumer, and none when the oldest moved or was never acked",
     "[backlog]") {
   CHECK_FALSE(Compute(std::nullopt, Queue(0, 1, 63009, 0, 0, 74836)).left_behind);
   auto limits = Queue(0, 1, 63009, 0, 0, 74836);
