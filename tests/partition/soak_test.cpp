@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -64,15 +65,25 @@ std::pair<double, double> ProcReading(pid_t pid) {
 struct StreamNow {
   uint64_t held = 0;
   double oldest_s = 0;
+  uint64_t left_behind = 0;  // acked, not removed by JetStream (platformctl/backlog.h)
 };
 
-StreamNow ReadNow(common::NatsClient& client, const std::string& stream) {
+// `previous` (optional) holds each stream's last reading: left-behind messages need two.
+StreamNow ReadNow(common::NatsClient& client, const std::string& stream,
+                  std::map<std::string, platformctl::backlog::StreamReading>* previous = nullptr) {
   auto r = platformctl::nats_admin::ReadStream(client, stream);
   if (!r) return {};
   StreamNow out;
   out.held = r->messages;
   if (r->messages > 0 && r->first_ns > 0) {
     out.oldest_s = static_cast<double>(r->read_at_ns - r->first_ns) / 1e9;
+  }
+  if (previous != nullptr) {
+    auto before = previous->find(stream);
+    if (before != previous->end()) {
+      out.left_behind = platformctl::backlog::Compute(before->second, *r).left_behind.value_or(0);
+    }
+    (*previous)[stream] = *r;
   }
   return out;
 }
@@ -101,7 +112,8 @@ TEST_CASE("soak: steady traffic with kills, node restarts and partitions loses n
   std::ofstream samples(out_dir + "/samples.csv");
   samples << "t_s,events_published,batches_published,events_stored,batches_stored,web_held,"
              "web_oldest_s,api_held,api_oldest_s,web_dlq,api_dlq,duplicates,"
-             "events_unaccounted,batches_unaccounted,replayer_leader,writer_leader";
+             "events_unaccounted,batches_unaccounted,replayer_leader,writer_leader,"
+             "web_left_behind,api_left_behind";
   for (const char* p : kProcs) samples << "," << p << "_rss_mib," << p << "_cpu_pct";
   samples << "\n";
   std::ofstream faults(out_dir + "/faults.csv");
@@ -110,6 +122,7 @@ TEST_CASE("soak: steady traffic with kills, node restarts and partitions loses n
   const auto began = Clock::now();
   auto since = [&] { return std::chrono::duration<double>(Clock::now() - began).count(); };
   std::map<std::string, double> last_cpu;
+  std::map<std::string, platformctl::backlog::StreamReading> last_reading;
   double last_t = 0;
   auto sample = [&] {
     const double t = since();
@@ -118,8 +131,8 @@ TEST_CASE("soak: steady traffic with kills, node restarts and partitions loses n
     int64_t stored = testsupport::QueryInt(
         db_umami, "SELECT count(DISTINCT url_path) FROM website_event WHERE url_path LIKE '/s-%'");
     int64_t batches = ledger.StoredBatches();
-    StreamNow web = ReadNow(*observer, "WEB_EVENTS");
-    StreamNow api = ReadNow(*observer, "API_METRICS");
+    StreamNow web = ReadNow(*observer, "WEB_EVENTS", &last_reading);
+    StreamNow api = ReadNow(*observer, "API_METRICS", &last_reading);
     StreamNow wdlq = ReadNow(*observer, "WEB_DLQ");
     StreamNow adlq = ReadNow(*observer, "API_DLQ");
     // Published = acked by the stream; each is stored, held (a work queue drops a message at
@@ -137,7 +150,8 @@ TEST_CASE("soak: steady traffic with kills, node restarts and partitions loses n
             << batches << "," << web.held << "," << web.oldest_s << "," << api.held << ","
             << api.oldest_s << "," << wdlq.held << "," << adlq.held << ","
             << ledger.DuplicateEvents() << "," << ev_gap << "," << ba_gap << ","
-            << f->Leader('r', 0) << "," << f->Leader('w', 0);
+            << f->Leader('r', 0) << "," << f->Leader('w', 0) << "," << web.left_behind << ","
+            << api.left_behind;
     for (const char* p : kProcs) {
       pid_t pid = p[0] == 'n' ? f->NodePid(p[1] - '0') : f->ServicePid(p);
       auto [cpu, rss] = ProcReading(pid);
