@@ -64,7 +64,7 @@ StreamGauges::StreamGauges(common::metrics::Registry& r)
       left_behind_(r.AddGauge(
           "jetstream_stream_left_behind_messages",
           H("Work queue only: held messages its consumer acked that JetStream did not remove "
-            "(the oldest message's age is then theirs); NaN until two readings."),
+            "(the oldest message's age is then theirs); 0 until two readings."),
           kStream)),
       pending_(r.AddGauge("jetstream_consumer_pending",
                           H("Messages not yet delivered to the consumer (never added to unacked)."),
@@ -129,8 +129,8 @@ void StreamGauges::Record(const std::vector<StreamReading>& readings, double rea
                                           : platformctl::backlog::Compute(before->second, r);
     previous_[r.name] = r;
     if (r.work_queue) {
-      left_behind_.With(s).Set(view.left_behind ? static_cast<double>(*view.left_behind)
-                                                : std::numeric_limits<double>::quiet_NaN());
+      // 0 until two readings: the age alert waits for messages that are not left behind.
+      left_behind_.With(s).Set(static_cast<double>(view.left_behind.value_or(0)));
     }
     messages_.With(s).Set(static_cast<double>(r.messages));
     bytes_.With(s).Set(static_cast<double>(r.bytes));

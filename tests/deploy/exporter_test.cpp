@@ -124,7 +124,7 @@ TEST_CASE("a work queue's left-behind messages are a gauge from two readings", "
     return r;
   };
   gauges.Record({stuck(1000)}, 0.1);
-  CHECK(Has(registry.Expose(), "jetstream_stream_left_behind_messages{stream=\"WEB_EVENTS\"} Nan"));
+  CHECK(Has(registry.Expose(), "jetstream_stream_left_behind_messages{stream=\"WEB_EVENTS\"} 0"));
   gauges.Record({stuck(1015)}, 0.1);
   CHECK(Has(registry.Expose(), "jetstream_stream_left_behind_messages{stream=\"WEB_EVENTS\"} 1"));
   // A reading where the oldest is a message still to deliver: none left behind.
