@@ -1,5 +1,6 @@
 // AsyncPublisher against a real nats-server: every publish completes, even when the server never
 // answers it (stopped, or crashed with the publish unread).
+#include <nats/nats.h>
 #include <signal.h>
 
 #include <atomic>
@@ -7,6 +8,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -95,4 +98,60 @@ TEST_CASE("async publishes the server never answers complete with an error and f
   }
   CHECK(testsupport::WaitFor([&] { return ok.load() == 1 + 3 * kMaxPending; }, 30'000));
   CHECK(failed.load() == kMaxPending);
+}
+
+TEST_CASE("async publishes complete with the stream's own answer: stored, refused, no stream",
+          "[integration][nats]") {
+  TestStack stack({"nats"});
+  auto client = testsupport::ConnectNats(stack);
+  REQUIRE(testsupport::AddRawStream(*client, {"ASYNC_A", "async.a"}).ok());
+  std::mutex mu;
+  std::map<uint64_t, common::Status> answers;
+  auto publisher =
+      common::AsyncPublisher::Create(*client, [&](uint64_t tag, const common::Status& st) {
+        std::lock_guard lock(mu);
+        answers.emplace(tag, st);
+      });
+  REQUIRE(publisher.ok());
+  common::OutMessage plain;
+  plain.subject = "async.a";
+  plain.data = "plain";
+  common::OutMessage with_id = plain;  // headers: the message goes as a natsMsg
+  with_id.msg_id = "m-1";
+  with_id.headers.emplace_back("Content-Type", "text/plain");
+  common::OutMessage wrong_stream = plain;  // the stream refuses it
+  wrong_stream.expect_stream = "NOT_THIS_ONE";
+  common::OutMessage nowhere = plain;  // no stream takes the subject
+  nowhere.subject = "async.nowhere";
+  REQUIRE((*publisher)->Publish(plain, 1).ok());
+  REQUIRE((*publisher)->Publish(with_id, 2).ok());
+  REQUIRE((*publisher)->Publish(with_id, 3).ok());  // a duplicate by its id: stored, once
+  REQUIRE((*publisher)->Publish(wrong_stream, 4).ok());
+  REQUIRE((*publisher)->Publish(nowhere, 5).ok());
+  REQUIRE(testsupport::WaitFor(
+      [&] {
+        std::lock_guard lock(mu);
+        return answers.size() == 5;
+      },
+      10'000));
+  std::lock_guard lock(mu);
+  CHECK(answers.at(1).ok());
+  CHECK(answers.at(2).ok());
+  CHECK(answers.at(3).ok());
+  REQUIRE_FALSE(answers.at(4).ok());
+  INFO(answers.at(4).error().message);
+  CHECK(answers.at(4).error().message.find("JetStream error") != std::string::npos);
+  REQUIRE_FALSE(answers.at(5).ok());
+  CHECK(answers.at(5).error().kind == common::ErrorKind::kRetryable);
+  // The stream holds the plain message and one copy of the one with an id, with its header.
+  jsStreamInfo* si = nullptr;
+  REQUIRE(js_GetStreamInfo(&si, client->js(), "ASYNC_A", nullptr, nullptr) == NATS_OK);
+  CHECK(si->State.Msgs == 2);
+  jsStreamInfo_Destroy(si);
+  natsMsg* second = nullptr;
+  REQUIRE(js_GetMsg(&second, client->js(), "ASYNC_A", 2, nullptr, nullptr) == NATS_OK);
+  const char* type = nullptr;
+  CHECK(natsMsgHeader_Get(second, "Content-Type", &type) == NATS_OK);
+  CHECK(std::string(type ? type : "") == "text/plain");
+  natsMsg_Destroy(second);
 }
