@@ -55,6 +55,9 @@ Result<std::unique_ptr<AsyncPublisher>> AsyncPublisher::Create(NatsClient& clien
     s = natsSubscription_SetOnCompleteCB(p->sub_, OnSubClosed, p.get());
   }
   if (s != NATS_OK) {
+    // Unsubscribed first: a subscription only destroyed would stay on the connection and hand
+    // later answers to the freed publisher.
+    natsSubscription_Unsubscribe(p->sub_);
     natsSubscription_Destroy(p->sub_);
     p->sub_ = nullptr;
     return NatsError(s, "answers of async publishes");
