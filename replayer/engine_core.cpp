@@ -139,6 +139,7 @@ bool EngineCore::ProcessUp(int p) const {
 bool EngineCore::ProcessWriteFault(int p) const {
   return s_->procs[p].run.faulted() || s_->shared_run.faulted();
 }
+size_t EngineCore::timers() const { return s_->timers.size(); }
 bool EngineCore::Holds(uint64_t seq) const { return s_->by_seq.count(seq) != 0; }
 size_t EngineCore::LaneWaiting(const std::string& lane) const { return s_->lanes.waiting(lane); }
 bool EngineCore::LaneFailing(const std::string& lane) const { return s_->lanes.failing(lane); }
@@ -146,14 +147,17 @@ bool EngineCore::LaneFailing(const std::string& lane) const { return s_->lanes.f
 // --- State ----------------------------------------------------------------------------------
 
 void EngineCore::State::AfterInput(TimePoint now) {
-  if (done) return;
-  if (mode == Mode::kRunning) {
-    Dispatch(now);
-    MaybeFetch(now);
-  } else {
-    MaybeRelease(now);
-    if (done) return;
+  if (!done) {
+    if (mode == Mode::kRunning) {
+      Dispatch(now);
+      MaybeFetch(now);
+    } else {
+      MaybeRelease(now);
+    }
   }
+  // After every input, so the heap never holds more than twice the live timers (SelfCheck).
+  CompactTimers();
+  if (done) return;
   TimePoint next = next_tick;
   if (!timers.empty()) next = std::min(next, timers.top().at);
   if (release_at != TimePoint{}) next = std::min(next, release_at);
@@ -286,8 +290,16 @@ Held* EngineCore::State::CurrentOp(uint64_t op) {
 }
 
 void EngineCore::State::Arm(uint64_t eid, Held& h, TimePoint at) {
+  // The new generation makes any earlier entry of this event stale: one live entry per event.
   ++h.gen;
   timers.push(Timer{at, eid, h.gen});
+}
+
+void EngineCore::State::CompactTimers() {
+  timers.Compact(held.size(), [this](const Timer& t) {
+    auto it = held.find(t.eid);
+    return it != held.end() && it->second.gen == t.gen;
+  });
 }
 
 void EngineCore::State::Fire(uint64_t eid, Held& h, TimePoint now) {
@@ -494,6 +506,10 @@ std::string EngineCore::Summary() const {
 
 std::string EngineCore::SelfCheck() const {
   const auto& s = *s_;
+  if (s.timers.size() > std::max(TimerHeap<Timer>::kCompactFloor, 2 * s.held.size())) {
+    return std::to_string(s.timers.size()) + " timers kept for " + std::to_string(s.held.size()) +
+           " held events";
+  }
   if (static_cast<size_t>(s.held_count) != s.held.size()) {
     return "held count " + std::to_string(s.held_count) + " but " + std::to_string(s.held.size()) +
            " held";

@@ -79,6 +79,8 @@ class EngineCore {
   bool ProcessUp(int process) const;
   bool ProcessWriteFault(int process) const;
   bool Holds(uint64_t stream_seq) const;  // a message of this sequence is held (any stage)
+  // Entries in the timer heap, stale ones included: at most max(1024, 2 x held) after any input.
+  size_t timers() const;
   // Per-visitor events waiting behind the head (the simulator checks the 64-event cap).
   size_t LaneWaiting(const std::string& lane) const;
   bool LaneFailing(const std::string& lane) const;

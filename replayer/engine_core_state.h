@@ -3,7 +3,6 @@
 
 #include <deque>
 #include <map>
-#include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -11,6 +10,7 @@
 #include "replayer/engine_core.h"
 #include "replayer/lanes.h"
 #include "replayer/recent_seqs.h"
+#include "replayer/timer_heap.h"
 #include "replayer/umami_reply.h"
 #include "replayer/visit_state.h"
 
@@ -153,7 +153,7 @@ struct EngineCore::State {
   WriteFaultRun shared_run;
   std::unordered_map<uint64_t, Held> held;        // by event id (the core's own)
   std::unordered_map<uint64_t, uint64_t> by_seq;  // stream sequence -> event id
-  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
+  TimerHeap<Timer> timers;  // at most one live entry per held event: see Arm()
   std::deque<uint64_t> ready;
   Lanes lanes;
   VisitStates visits;
@@ -219,6 +219,8 @@ struct EngineCore::State {
   // The held event an answer is for, if the operation is still its current one.
   Held* CurrentOp(uint64_t op);
   void Arm(uint64_t eid, Held& h, TimePoint at);
+  // Drops the stale timers once they outnumber the live ones (replayer/timer_heap.h).
+  void CompactTimers();
   void Fire(uint64_t eid, Held& h, TimePoint now);
   void Tick(TimePoint now);
   void Finish(uint64_t eid, TimePoint now);
