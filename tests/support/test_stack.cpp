@@ -259,6 +259,17 @@ ChildProcess::~ChildProcess() {
   }
 }
 
+bool ChildProcess::Blocks(int sig) const {
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("SigBlk:", 0) != 0) continue;
+    unsigned long long mask = std::strtoull(line.c_str() + 7, nullptr, 16);
+    return (mask >> (sig - 1)) & 1ULL;
+  }
+  return false;
+}
+
 bool ChildProcess::Running() {
   if (pid_ <= 0 || status_ != -1) return false;
   int st = 0;

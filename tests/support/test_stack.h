@@ -84,6 +84,10 @@ class ChildProcess {
 
   pid_t pid() const { return pid_; }
   bool Running();
+  // Whether the process's main thread blocks `sig` now (/proc/<pid>/status SigBlk): how a test
+  // knows a service has taken over SIGTERM (common::StopSignal blocks it) and a signal sent now
+  // is its to handle, not the default action's.
+  bool Blocks(int sig) const;
   void Signal(int sig);
   // Waits up to timeout_ms for exit; returns the exit status (or -1 on timeout, 128+sig when
   // signalled).
