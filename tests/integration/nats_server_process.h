@@ -47,8 +47,6 @@ class ClosedPort {
   int port_ = 0;
 };
 
-// The whole file ("" when it cannot be read).
-std::string ReadFile(const std::string& path);
 // True when something accepts TCP connections on 127.0.0.1:port.
 bool Accepts(int port);
 // A fresh directory under /tmp, removed by the destructor.

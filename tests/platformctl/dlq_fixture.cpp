@@ -5,8 +5,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "common/dead_letter.h"
@@ -18,13 +16,6 @@ namespace {
 std::string& Outputs() {
   static std::string all;
   return all;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace
@@ -136,7 +127,7 @@ CtlRun Ctl(const testsupport::TestStack& stack, const std::string& args, const s
                                    testsupport::BinaryDir() + "/platformctl/platformctl " + args +
                                    " </dev/null 2>" + err_path,
                                &r.rc);
-  r.err = ReadFile(err_path);
+  r.err = testsupport::ReadFile(err_path);
   Outputs() += r.out + r.err;
   return r;
 }

@@ -195,19 +195,30 @@ TEST_CASE("streams --watch prints a reading every interval with the rates since 
   auto client = testsupport::ConnectNats(stack);
   const std::string log = stack.dir() + "/watch.log";
   auto watch = StartCtl(stack, "streams --watch 0.5 --stream WEB_DLQ", log);
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  auto readings = [&] {
+    std::string out = testsupport::ReadFile(log);
+    size_t n = 0;
+    for (size_t at = out.find("STREAM "); at != std::string::npos; at = out.find("STREAM ", at + 1))
+      ++n;
+    return n;
+  };
+  // Waits on what the command printed, not on fixed times: a build under ASan on a busy machine
+  // can take a second to print its first reading.
+  bool first = testsupport::WaitFor([&] { return readings() >= 1; }, 10'000);
+  INFO(testsupport::ReadFile(log));
+  REQUIRE(first);
   dlqtest::SeedWeb(*client, 50, "w");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  bool more = testsupport::WaitFor(
+      [&] {
+        return readings() >= 3 &&
+               testsupport::ReadFile(log).find("rates over 0.5s") != std::string::npos;
+      },
+      10'000);
   watch.Signal(SIGTERM);
   CHECK(watch.Wait(5000) == 0);
-  std::string out = testsupport::Capture("cat " + log);
+  std::string out = testsupport::ReadFile(log);
   INFO(out);
-  size_t readings = 0;
-  for (size_t at = out.find("STREAM "); at != std::string::npos; at = out.find("STREAM ", at + 1)) {
-    ++readings;
-  }
-  CHECK(readings >= 3);
-  CHECK(out.find("rates over 0.5s") != std::string::npos);
+  CHECK(more);
   CHECK(out.find("one reading, no rates") != std::string::npos);  // the first
   CHECK(dlqtest::Ctl(stack, "streams --watch 0").rc == 2);
 }

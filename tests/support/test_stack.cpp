@@ -42,6 +42,13 @@ std::string Capture(const std::string& command, int* rc) {
   return out;
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 std::string CollapsedTail(const std::string& path, size_t groups) {
   std::ifstream in(path);
   if (!in) return "(cannot read " + path + ")\n";

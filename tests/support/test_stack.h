@@ -27,6 +27,8 @@ std::string BinaryDir();
 int Run(const std::string& command);
 // Runs a shell command and returns its stdout (stderr to the test log); *rc gets the exit code.
 std::string Capture(const std::string& command, int* rc = nullptr);
+// The whole file ("" when it cannot be read).
+std::string ReadFile(const std::string& path);
 // The last `groups` runs of a service log: consecutive lines that differ only in their time
 // stamp and numbers are one run, shown by its first line and a count. A flood of one warning
 // (hundreds a second while NATS is away) would otherwise fill a failure's report.
