@@ -17,9 +17,15 @@ using platformctl::nats_admin::Replica;
 using platformctl::nats_admin::ReplicaSet;
 using Clock = std::chrono::steady_clock;
 
-// Step-downs to try before giving up on a replica that never gets elected (an election picks
-// among the current replicas at random).
-constexpr int kStepDownsPerReplica = 4;
+// Step-downs to try before giving up on a replica that never gets elected. nats-server 2.9 hands
+// the leadership to the first healthy follower in its peer map's iteration order, and Go starts
+// a small map's iteration at a random one of 8 slots: depending on where the followers sit, one
+// of them is picked 7 times in 8, and two leaders can pass the leadership back and forth while
+// the third replica waits (CI once saw 12 moves without it). At 1 in 8 per move, 96 moves miss
+// it with a probability of 3e-6; a move takes about half a second, and the time bound below
+// caps a run whose replica is never picked at all.
+constexpr int kMaxMoves = 96;
+constexpr auto kMovesWait = std::chrono::seconds(60);
 constexpr auto kElectionWait = std::chrono::seconds(20);
 constexpr auto kCatchUpWait = std::chrono::seconds(60);
 
@@ -84,7 +90,7 @@ int RunVerify(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs
       return Fail(env, s.error());
     }
   } else {
-    const int max_moves = kStepDownsPerReplica * std::max(1, rs->configured);
+    const auto moves_until = Clock::now() + kMovesWait;
     while (true) {
       auto now = WaitReplicas(
           env, q, [](const ReplicaSet& r) { return !r.Leader().empty(); }, kElectionWait);
@@ -101,7 +107,7 @@ int RunVerify(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs
       bool all = std::all_of(rs->peers.begin(), rs->peers.end(), [&](const Replica& p) {
         return !Usable(p) || checked.count(p.name) > 0;
       });
-      if (all || moves >= max_moves || env.stop.stopping()) break;
+      if (all || moves >= kMaxMoves || Clock::now() >= moves_until || env.stop.stopping()) break;
       if (auto s = platformctl::nats_admin::StepDown(env.client, q.dlq_stream); !s) {
         return Fail(env, s.error());
       }
