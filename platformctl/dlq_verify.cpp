@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "platformctl/leader_tour.h"
 #include "platformctl/nats_admin.h"
 #include "platformctl/nats_dlq.h"
 
@@ -17,15 +18,6 @@ using platformctl::nats_admin::Replica;
 using platformctl::nats_admin::ReplicaSet;
 using Clock = std::chrono::steady_clock;
 
-// Step-downs to try before giving up on a replica that never gets elected. nats-server 2.9 hands
-// the leadership to the first healthy follower in its peer map's iteration order, and Go starts
-// a small map's iteration at a random one of 8 slots: depending on where the followers sit, one
-// of them is picked 7 times in 8, and two leaders can pass the leadership back and forth while
-// the third replica waits (CI once saw 12 moves without it). At 1 in 8 per move, 96 moves miss
-// it with a probability of 3e-6; a move takes about half a second, and the time bound below
-// caps a run whose replica is never picked at all.
-constexpr int kMaxMoves = 96;
-constexpr auto kMovesWait = std::chrono::seconds(60);
 constexpr auto kElectionWait = std::chrono::seconds(20);
 constexpr auto kCatchUpWait = std::chrono::seconds(60);
 
@@ -59,64 +51,73 @@ std::string StateOf(const Replica& r) {
   return "current";
 }
 
-bool Usable(const Replica& r) { return r.leader || (r.current && !r.offline); }
+// The walk's ops on nats-server's JetStream API; Ask keeps each leader's answer in `checked`.
+class NatsTourOps final : public LeaderTourOps {
+ public:
+  NatsTourOps(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs,
+              std::map<std::string, Checked>& checked)
+      : env_(env), q_(q), seqs_(seqs), checked_(checked) {}
 
-}  // namespace
-
-int RunVerify(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs, bool json) {
-  auto rs = platformctl::nats_admin::ReadReplicas(env.client, q.dlq_stream);
-  if (!rs) return Fail(env, rs.error());
-  const common::Millis timeout(env.client.request_timeout_ms());
-  std::map<std::string, Checked> checked;
-  int moves = 0;
-  std::string final_leader = rs->Leader();
-  auto check_leader = [&](const std::string& leader) -> common::Status {
-    auto got = platformctl::nats_dlq::GetAll(env.client, q.dlq_stream, seqs, timeout);
+  common::Result<ReplicaSet> ReadWithLeader() override {
+    return WaitReplicas(
+        env_, q_, [](const ReplicaSet& r) { return !r.Leader().empty(); }, kElectionWait);
+  }
+  common::Result<ReplicaSet> Read() override {
+    return platformctl::nats_admin::ReadReplicas(env_.client, q_.dlq_stream);
+  }
+  common::Status Ask(const std::string& leader) override {
+    const common::Millis timeout(env_.client.request_timeout_ms());
+    auto got = platformctl::nats_dlq::GetAll(env_.client, q_.dlq_stream, seqs_, timeout);
     Checked c;
     c.checked = true;
     for (size_t i = 0; i < got.size(); ++i) {
       if (!got[i]) return got[i].error();
       if (*got[i]) {
         ++c.stored;
-        if (c.stored_seqs.size() < 10) c.stored_seqs.push_back(seqs[i]);
+        if (c.stored_seqs.size() < 10) c.stored_seqs.push_back(seqs_[i]);
       }
     }
-    checked[leader] = std::move(c);
+    checked_[leader] = std::move(c);
     return common::Status::Ok();
-  };
+  }
+  common::Status StepDown() override {
+    return platformctl::nats_admin::StepDown(env_.client, q_.dlq_stream);
+  }
+  common::Result<ReplicaSet> WaitMovedFrom(const std::string& from) override {
+    return WaitReplicas(
+        env_, q_, [&](const ReplicaSet& r) { return !r.Leader().empty() && r.Leader() != from; },
+        kElectionWait);
+  }
+  TourClock::time_point Now() override { return TourClock::now(); }
+  bool Stopping() override { return env_.stop.stopping(); }
 
+ private:
+  RunEnv& env_;
+  const QueueInfo& q_;
+  const std::vector<uint64_t>& seqs_;
+  std::map<std::string, Checked>& checked_;
+};
+
+}  // namespace
+
+int RunVerify(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs, bool json) {
+  auto rs = platformctl::nats_admin::ReadReplicas(env.client, q.dlq_stream);
+  if (!rs) return Fail(env, rs.error());
+  std::map<std::string, Checked> checked;
+  NatsTourOps ops(env, q, seqs, checked);
+  int moves = 0;
+  std::string final_leader = rs->Leader();
   if (!rs->raft) {
-    if (auto s = check_leader(final_leader.empty() ? "this server" : final_leader); !s) {
-      return Fail(env, s.error());
-    }
+    final_leader = final_leader.empty() ? "this server" : final_leader;
+    if (auto s = ops.Ask(final_leader); !s) return Fail(env, s.error());
   } else {
-    const auto moves_until = Clock::now() + kMovesWait;
-    while (true) {
-      auto now = WaitReplicas(
-          env, q, [](const ReplicaSet& r) { return !r.Leader().empty(); }, kElectionWait);
-      if (!now) return Fail(env, now.error());
-      *rs = *now;
-      const std::string leader = rs->Leader();
-      if (!leader.empty() && !checked.count(leader)) {
-        if (auto s = check_leader(leader); !s) return Fail(env, s.error());
-        auto again = platformctl::nats_admin::ReadReplicas(env.client, q.dlq_stream);
-        if (!again) return Fail(env, again.error());
-        if (again->Leader() != leader) checked.erase(leader);  // moved meanwhile: ask again
-      }
-      final_leader = leader;
-      bool all = std::all_of(rs->peers.begin(), rs->peers.end(), [&](const Replica& p) {
-        return !Usable(p) || checked.count(p.name) > 0;
-      });
-      if (all || moves >= kMaxMoves || Clock::now() >= moves_until || env.stop.stopping()) break;
-      if (auto s = platformctl::nats_admin::StepDown(env.client, q.dlq_stream); !s) {
-        return Fail(env, s.error());
-      }
-      ++moves;
-      auto moved = WaitReplicas(
-          env, q, [&](const ReplicaSet& r) { return !r.Leader().empty() && r.Leader() != leader; },
-          kElectionWait);
-      if (!moved) return Fail(env, moved.error());
-    }
+    auto walk = WalkLeaders(ops, TourLimits{});
+    if (!walk) return Fail(env, walk.error());
+    *rs = std::move(walk->last);
+    moves = walk->moves;
+    final_leader = walk->final_leader;
+    // An answer from a replica that lost the leadership before it answered does not count.
+    std::erase_if(checked, [&](const auto& kv) { return !walk->asked.count(kv.first); });
   }
 
   // Every configured replica must have been asked and hold none of them.

@@ -5,7 +5,7 @@
 // verify asks each replica in turn: a message get is answered by the stream's leader only, so
 // the leadership is moved with step-downs until every current replica has led once (a second
 // or two without a leader each time; the services' dead-lettering retries meanwhile; at most 96
-// moves or a minute, dlq_verify.cpp says why so many). What no
+// moves or a minute, leader_tour.h says why so many). What no
 // answer of the server can show (bytes a replica kept when it caught up from a snapshot, raft
 // logs until their next snapshot) is said, with how to force it.
 //
