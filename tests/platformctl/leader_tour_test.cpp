@@ -171,7 +171,7 @@ TEST_CASE("LeaderTour: a replica never elected stops the walk at its bounds, not
   }
 }
 
-TEST_CASE("LeaderTour: a stop ends the walk after the answer in hand; errors end it") {
+TEST_CASE("LeaderTour: a stop ends the walk after the answer in hand, and so does an error") {
   SECTION("stop") {
     ModelCluster c(3, 5);
     c.stop_after_first_ask = true;
