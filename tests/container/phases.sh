@@ -58,17 +58,15 @@ for a in json.load(sys.stdin).get("account_details") or []:
         if s["name"] == sys.argv[1]:
             print(s["state"][sys.argv[2]])' "$1" "$2"
 }
-# consumer_field STREAM FIELD: a number of the stream's one consumer (num_pending: not yet
-# delivered; num_ack_pending: delivered, not acked), from the consumer's leader.
-consumer_field() {
+# consumer_state STREAM: "PENDING UNACKED" of the stream's one consumer (not yet delivered;
+# delivered, not acked), as the consumer's leader reports it.
+consumer_state() {
   local i out node
   for i in 1 2 3; do out=$(jsz $i 2>/dev/null) && break; done
-  [[ -n "$out" ]] || return 1
-  node=$(consumer_of "$1" leader "$out")
-  [[ -n "$node" ]] && out=$(jsz "$node") || return 1
-  consumer_of "$1" "$2" "$out"
+  [[ -n "$out" ]] && node=$(consumer_of "$1" leader "$out") && [[ -n "$node" ]] &&
+    out=$(jsz "$node") && consumer_of "$1" state "$out"
 }
-consumer_of() { # consumer_of STREAM FIELD JSZ: prints nothing unless the stream has one consumer
+consumer_of() { # consumer_of STREAM leader|state JSZ: nothing unless the stream has one consumer
   python3 -c '
 import json, sys
 for a in json.loads(sys.argv[3]).get("account_details") or []:
@@ -78,7 +76,7 @@ for a in json.loads(sys.argv[3]).get("account_details") or []:
             if sys.argv[2] == "leader":
                 print((c[0].get("cluster") or {}).get("leader", "").replace("nats-", ""))
             else:
-                print(c[0][sys.argv[2]])' "$@"
+                print(c[0]["num_pending"], c[0]["num_ack_pending"])' "$@"
 }
 nats_ready() { # nats_ready NODE: JetStream up, a meta leader known
   curl -fsS -m 3 "$(nats_http "$1")/healthz?js-enabled-only=true" >/dev/null &&
@@ -172,18 +170,14 @@ check_stored() {
 # replica of a node that was killed, and that replica may lead the stream later (seen: 10 of
 # WEB_EVENTS' after phase c). platformctl streams names them left behind (platformctl/backlog.h).
 quiet() {
-  local s
-  for s in WEB_EVENTS API_METRICS; do
-    [[ "$(consumer_field $s num_pending)" == 0 && "$(consumer_field $s num_ack_pending)" == 0 ]] ||
-      return 1
-  done
+  [[ "$(consumer_state WEB_EVENTS)" == "0 0" && "$(consumer_state API_METRICS)" == "0 0" ]]
 }
 # left_behind STREAM: what the stream holds beyond what its consumer has still to deliver or
-# has unacked (only while no consumer runs, or quiet).
+# has unacked.
 left_behind() {
   local held pending unacked
-  held=$(stream_field "$1" messages) && pending=$(consumer_field "$1" num_pending) &&
-    unacked=$(consumer_field "$1" num_ack_pending) && echo $((held - pending - unacked))
+  held=$(stream_field "$1" messages) && read -r pending unacked < <(consumer_state "$1") &&
+    echo $((held - pending - unacked))
 }
 
 # agreement [NAME]: platformctl streams, both exporters and /jsz, read while nothing flows (the
@@ -352,7 +346,7 @@ phase_down_up() {
   # The 500 wait for the replayer; what else WEB_EVENTS holds it had acked (quiet).
   local pending
   held=$(stream_field WEB_EVENTS messages || echo "?")
-  pending=$(consumer_field WEB_EVENTS num_pending || echo "?")
+  read -r pending _ < <(consumer_state WEB_EVENTS || echo "?")
   expect "WEB_EVENTS kept the 500 events across down/up ($pending for the replayer; holds $held)" \
     test "$pending" == 500
   [[ $held == "$pending" ]] || log "phase d: WEB_EVENTS holds $held: $(left_behind WEB_EVENTS) acked and left behind"
