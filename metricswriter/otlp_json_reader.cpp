@@ -27,8 +27,16 @@ Field Read(bool ok) { return ok ? Field::kRead : Field::kFailed; }
 std::string Render(const Path* p) {
   std::vector<const Path*> chain;
   for (; p != nullptr; p = p->parent) chain.push_back(p);
+  // A reason is read by a person and travels in a header: a path deeper than this shows its
+  // first and last levels and how many are left out.
+  constexpr size_t kEnds = 8;
   std::string out;
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const size_t level = static_cast<size_t>(it - chain.rbegin());
+    if (chain.size() > 2 * kEnds && level >= kEnds && level < chain.size() - kEnds) {
+      if (level == kEnds) out += "…(" + std::to_string(chain.size() - 2 * kEnds) + " levels)…";
+      continue;
+    }
     if (!(*it)->name.empty()) {
       if (!out.empty()) out += '.';
       out += Excerpt((*it)->name);  // an unknown member's name comes from the document
@@ -41,6 +49,10 @@ std::string Render(const Path* p) {
 bool Reader::Fail(const Path& p, const std::string& what) {
   if (error_.empty()) error_ = "JSON: " + Render(&p) + ": " + what;
   return false;
+}
+
+bool Reader::TooDeep(const Path& p) {
+  return Fail(p, "nested deeper than " + std::to_string(kMaxDepth) + " levels");
 }
 
 bool Reader::Fail(const Path& p, simdjson::error_code e) {

@@ -28,8 +28,17 @@ struct Path {
   const Path* parent = nullptr;
   std::string_view name;
   int64_t index = -1;
+  int depth = 0;  // members and items above this one: Fields() and Each() refuse past kMaxDepth
 };
-std::string Render(const Path* p);  // names from the document are cut and made safe
+// Names from the document are cut and made safe; a long chain keeps its first and last levels.
+std::string Render(const Path* p);
+
+// How deep a document may nest (object members and array items counted, so an OTLP point's
+// attribute is about 10 levels down and each kvlistValue nesting adds 4). Every nesting of the
+// reader recurses through Fields() or Each(): without this bound a document of 100 KB nested
+// 50,000 levels deep overflowed the intake thread's stack (issue 35), and the batch came back to
+// every leader in turn. protobuf's bound (otlp_wire.cpp) is 100 messages.
+inline constexpr int kMaxDepth = 256;
 
 // OTLP/JSON uses lowerCamelCase; protojson parsers also accept the proto field names.
 inline bool Is(std::string_view key, std::string_view camel, std::string_view snake = {}) {
@@ -73,13 +82,14 @@ class Reader {
   // (the object's or f's). A member f ignores is walked by Skip.
   template <typename F>
   bool Fields(Value v, const Path& p, F&& f) {
+    if (p.depth >= kMaxDepth) return TooDeep(p);
     od::object o;
     if (!Object(v, p, &o)) return false;
     for (auto member : o) {
       if (auto e = member.error()) return Fail(p, e);
       std::string_view key;
       if (auto e = member.unescaped_key().get(key)) return Fail(p, e);
-      Path fp{&p, key};
+      Path fp{&p, key, -1, p.depth + 1};
       Value fv;
       if (auto e = member.value().get(fv)) return Fail(fp, e);
       switch (f(key, fv, fp)) {
@@ -99,6 +109,7 @@ class Reader {
   // the number of items first (one more pass over the array's structure, to reserve room).
   template <typename F>
   bool Each(Value v, const Path& p, F&& f, size_t* count = nullptr) {
+    if (p.depth >= kMaxDepth) return TooDeep(p);
     bool is_null = false;
     if (!Null(v, p, &is_null)) return false;
     if (is_null) {
@@ -112,7 +123,7 @@ class Reader {
     }
     int64_t i = 0;
     for (auto item : items) {
-      Path ip{&p, {}, i++};
+      Path ip{&p, {}, i++, p.depth + 1};
       Value iv;
       if (auto e = item.get(iv)) return Fail(ip, e);
       if (!f(iv, ip)) return false;
@@ -121,6 +132,7 @@ class Reader {
   }
 
  private:
+  bool TooDeep(const Path& p);
   bool Object(Value& v, const Path& p, od::object* out);
   bool Array(Value& v, const Path& p, od::array* out);
   // The text of a number token (trailing white space removed), or of a string's content.

@@ -186,3 +186,58 @@ TEST_CASE("JSON truncated at every byte never crashes and never succeeds wrongly
   REQUIRE(d.Decode(full, &b).ok());
   CHECK(b.numbers.size() == 1);
 }
+
+// Issue 35: a 100 KB document nested 50,000 levels deep overflowed the intake thread's stack.
+// Every way a document can nest (an unknown member, an attribute's kvlistValue and arrayValue,
+// arrays of arrays) is refused with the path's first and last levels, not followed.
+TEST_CASE("JSON nested deeper than the bound is refused, however it nests", "[json]") {
+  const int levels = 50'000;
+  auto repeat = [](const std::string& s, int n) {
+    std::string out;
+    out.reserve(s.size() * static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) out += s;
+    return out;
+  };
+  SECTION("an unknown member of arrays") {
+    const std::string body =
+        R"({"resourceMetrics":[],"x":)" + repeat("[", levels) + repeat("]", levels) + "}";
+    CHECK(body.size() > 100'000);
+    auto e = DecodeError(body);
+    CHECK(e.find("nested deeper than 256 levels") != std::string::npos);
+    CHECK(e.find("levels)") != std::string::npos);  // the middle of the path is left out
+    CHECK(e.size() < 400);
+  }
+  SECTION("an unknown member of objects") {
+    auto e = DecodeError(R"({"x":)" + repeat(R"({"a":)", levels) + "1" + repeat("}", levels) + "}");
+    CHECK(e.find("nested deeper than 256 levels") != std::string::npos);
+  }
+  SECTION("an attribute's kvlistValue") {
+    const std::string open = R"({"kvlistValue":{"values":[{"key":"k","value":)";
+    const std::string value =
+        repeat(open, levels / 4) + R"({"intValue":1})" + repeat("}]}}", levels / 4);
+    auto e = DecodeError(Wrap(
+        R"({"name":"g","gauge":{"dataPoints":[{"timeUnixNano":"1","asInt":1,"attributes":[{"key":"a","value":)" +
+        value + "}]}]}}"));
+    CHECK(e.find("nested deeper than 256 levels") != std::string::npos);
+    CHECK(e.rfind("JSON: resourceMetrics[0].scopeMetrics[0].metrics[0].gauge", 0) == 0);
+  }
+  SECTION("an attribute's arrayValue") {
+    const std::string value = repeat(R"({"arrayValue":{"values":[)", levels / 3) +
+                              R"({"intValue":1})" + repeat("]}}", levels / 3);
+    auto e = DecodeError(Wrap(
+        R"({"name":"g","gauge":{"dataPoints":[{"timeUnixNano":"1","asInt":1,"attributes":[{"key":"a","value":)" +
+        value + "}]}]}}"));
+    CHECK(e.find("nested deeper than 256 levels") != std::string::npos);
+  }
+}
+
+TEST_CASE("JSON attributes nested 40 deep are stored", "[json]") {
+  std::string value = R"({"intValue":1})";
+  for (int i = 0; i < 40; ++i)
+    value = R"({"kvlistValue":{"values":[{"key":"k","value":)" + value + "}]}}";
+  auto b = MustDecode(Wrap(
+      R"({"name":"g","gauge":{"dataPoints":[{"timeUnixNano":"1","asInt":1,"attributes":[{"key":"a","value":)" +
+      value + "}]}]}}"));
+  REQUIRE(b.numbers.size() == 1);
+  CHECK(b.Attributes(b.numbers[0].series).size() > 40 * 6);
+}
