@@ -53,10 +53,13 @@ std::string Cut(std::string_view s, size_t max) {
   return std::string(s.substr(0, n));
 }
 
-// Header values are one line: a reason or detail with a line break would corrupt the frame.
+// Header values are one line of text: a reason or detail with a line break would corrupt the
+// frame, and one with another control byte (NUL ends nats.c's C string; ESC drives a terminal)
+// would reach whoever reads it. Reasons and details quote what clients and Umami sent.
 std::string OneLine(std::string s) {
   for (char& c : s) {
-    if (c == '\r' || c == '\n') c = ' ';
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) c = ' ';
   }
   return s;
 }

@@ -60,9 +60,18 @@ std::optional<Error> ApiError(std::string_view answer, const std::string& what) 
   auto j = nlohmann::json::parse(answer, nullptr, false);
   if (!j.is_object() || !j.contains("error") || !j["error"].is_object()) return std::nullopt;
   const auto& e = j["error"];
-  const int code = e.value("code", 0);
-  const int err_code = e.value("err_code", 0);
-  std::string msg = what + ": " + e.value("description", std::string("(no description)")) +
+  // Read by type, not with json::value(), which throws when a member has another type: an
+  // answer is input we do not control (a proxy, another server version, a client that named
+  // our inbox), and a throw here ended platformctl (found by tests/fuzz/fuzz_js_answer).
+  auto number = [&](const char* key) {
+    auto it = e.find(key);
+    return it != e.end() && it->is_number_integer() ? it->get<int64_t>() : int64_t{0};
+  };
+  const int64_t code = number("code");
+  const int64_t err_code = number("err_code");
+  auto d = e.find("description");
+  std::string msg = what + ": " +
+                    (d != e.end() && d->is_string() ? d->get<std::string>() : "(no description)") +
                     " (JetStream error " + std::to_string(err_code) + ")";
   // Only "temporarily unavailable" passes by itself; other 503s (e.g. 10075 "peer remap
   // failed") are answers about the request.
@@ -156,6 +165,9 @@ std::optional<int64_t> ParseJsTime(std::string_view s) {
     return std::nullopt;
   }
   if (year < 1970) return 0;  // Go's zero time: never
+  // Unix nanoseconds in 64 bits end in April 2262: a later time is no answer a server gives
+  // (found by tests/fuzz: year 6220 overflowed the multiplication below).
+  if (year > 2261) return std::nullopt;
   std::tm tm{};
   tm.tm_year = year - 1900;
   tm.tm_mon = mon - 1;

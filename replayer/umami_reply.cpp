@@ -154,8 +154,11 @@ std::string AnswerExcerpt(int status, std::string_view body, std::string_view er
   } else {
     out = "HTTP " + std::to_string(status) + ": " + std::string(body.substr(0, 200));
   }
+  // One line of text whatever Umami (or a proxy before it) sent: it is logged and becomes a
+  // dead letter's header.
   for (char& c : out) {
-    if (c == '\r' || c == '\n' || c == '\t') c = ' ';
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) c = ' ';
   }
   return out;
 }

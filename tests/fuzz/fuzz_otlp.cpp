@@ -1,20 +1,14 @@
-// libFuzzer targets for both OTLP decoders: metricswriter_fuzz_json (metricswriter/otlp_json.h)
-// and metricswriter_fuzz_proto (otlp_proto.h, this file built with MW_FUZZ_PROTO). Build with
-// clang:
-//   cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DMW_FUZZ=ON \
-//     -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined"
-//   ninja -C build-fuzz metricswriter_fuzz_json metricswriter_fuzz_proto
-//   build-fuzz/metricswriter/metricswriter_fuzz_json -max_total_time=300 \
-//     tests/metricswriter/corpus/captures
-// A crashing input it finds belongs in the decoder unit tests (otlp_json_test.cpp,
-// otlp_proto_test.cpp) as a regression case. Runs of 150 s per decoder (1.39 M and 1.27 M inputs,
-// seeded with the captures) found none.
+// The OTLP decoders under libFuzzer: fuzz_otlp_json (metricswriter/otlp_json.h) and
+// fuzz_otlp_proto (otlp_proto.h, this file built with MW_FUZZ_PROTO). How they are built and run:
+// tests/fuzz/CMakeLists.txt. An input that fails belongs in corpus/<target>/ (every test run
+// replays it) and, as a named case, in the decoder's unit tests.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "metricswriter/otlp_json.h"
 #include "metricswriter/otlp_proto.h"
+#include "tests/fuzz/fuzz_check.h"
 
 #if defined(MW_FUZZ_PROTO)
 using Decoder = mw::ProtoDecoder;
@@ -29,17 +23,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (decoder.Decode(body, &batch).ok()) {
     // Every index a point holds must be in range: the store trusts them.
     for (const auto& p : batch.numbers) {
-      if (p.series >= batch.series.size()) __builtin_trap();
+      if (p.series >= batch.series.size()) fuzz::Fail();
     }
     for (const auto& s : batch.series) {
       if (s.metric >= batch.metrics.size() ||
           size_t{s.attributes_at} + s.attributes_size > batch.attribute_text.size()) {
-        __builtin_trap();
+        fuzz::Fail();
       }
     }
     for (const auto& m : batch.metrics) {
       if (m.resource >= batch.resources.size() || m.scope >= batch.scopes.size()) {
-        __builtin_trap();
+        fuzz::Fail();
       }
     }
     (void)mw::DescribePoints(batch);

@@ -58,6 +58,10 @@ TEST_CASE("JetStream answers: errors by kind, times", "[dlq]") {
   CHECK_FALSE(ParseJsTime("2026-12-01 09:55:08Z"));
   CHECK_FALSE(ParseJsTime("2026-12-01T09:55:08"));
   CHECK_FALSE(ParseJsTime(""));
+  // Past April 2262 unix nanoseconds overflow 64 bits (tests/fuzz found it: year 6220).
+  CHECK(ParseJsTime("2262-04-11T00:00:00Z") == std::nullopt);
+  CHECK(ParseJsTime("9999-12-31T23:59:59Z") == std::nullopt);
+  CHECK(ParseJsTime("2261-12-31T23:59:59Z").has_value());
 }
 
 TEST_CASE("consumer list: a node down gives offline entries, never a failure", "[dlq]") {

@@ -74,6 +74,11 @@ TEST_CASE("poison at once names the fault", "[event]") {
       reason(
           R"({"id":"x","website":"w","visitor":"v","type":"pageview","accepted_at":1,"payload":{}})") ==
       "the event type 'pageview' is not event or identify");
+  // The edge's value is quoted escaped (tests/fuzz found a tab going raw into the reason).
+  CHECK(
+      reason(
+          R"({"id":"x","website":"w","visitor":"v","type":"even\t\u001b[2J","accepted_at":1,"payload":{}})") ==
+      "the event type 'even\\x09\\x1b[2J' is not event or identify");
   CHECK(reason(R"({"id":"x","website":"w","visitor":"v","accepted_at":1,"payload":{}})") ==
         "the event has no type");
   CHECK(reason(R"({"id":"x","website":"w","visitor":"v","type":"event","payload":{}})") ==
