@@ -89,6 +89,7 @@ std::vector<StreamSettings> Desired(const TopologyConfig& c, int64_t max_payload
       Bucket(kVisitStateBucket, c.visit_state_ttl, c),
       Bucket(kStoredIdsBucket, c.stored_ids_ttl, c),
       Bucket(kDlqTasksBucket, std::chrono::hours(24 * 30), c),
+      Bucket(kCrashGuardBucket, std::chrono::hours(24), c),
   };
   if (max_payload > 0) {
     for (auto& s : all) {
@@ -155,6 +156,11 @@ StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSett
     auto size = [](int64_t v) { return v < 0 ? std::string("unlimited") : std::to_string(v); };
     plan.changes.push_back("max message size " + size(have->max_msg_size) + " -> " +
                            size(want.max_msg_size));
+  }
+  if (have->allow_rollup != want.allow_rollup) {
+    plan.changes.push_back(std::string("rollup headers ") +
+                           (have->allow_rollup ? "allowed" : "refused") + " -> " +
+                           (want.allow_rollup ? "allowed" : "refused"));
   }
   if (have->allow_direct != want.allow_direct) {
     plan.changes.push_back(std::string("direct get ") + (have->allow_direct ? "on" : "off") +

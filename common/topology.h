@@ -26,6 +26,8 @@ inline constexpr const char* kVisitStateBucket = "visit_state";
 inline constexpr const char* kStoredIdsBucket = "replayer_stored";
 // Redrive tasks (platformctl dlq replay --task): one record per task, kept 30 days.
 inline constexpr const char* kDlqTasksBucket = "dlq_tasks";
+// The crash-loop guard's markers (common/crash_guard.h), kept a day.
+inline constexpr const char* kCrashGuardBucket = "crash_guard";
 
 enum class Retention { kLimits, kWorkQueue, kInterest };
 const char* RetentionName(Retention r);
@@ -42,6 +44,10 @@ struct StreamSettings {
   int64_t max_msgs_per_subject = -1;  // KV history
   bool allow_direct = false;
   int64_t max_msg_size = -1;  // headers + payload, bytes; -1: the server's max payload
+  // Whether a publish may carry Nats-Rollup (which purges the subject or the whole stream).
+  // Never: nothing of ours purges, and a bucket nats.c creates allows it, so a user allowed to
+  // write one key could empty the bucket (`locks`: every lease) with one publish.
+  bool allow_rollup = false;
 };
 
 // Every stream and bucket platformctl init provisions, in creation order. max_payload: the

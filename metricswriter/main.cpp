@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
 
   common::NatsClient::Options nats_options;
   nats_options.client_name = "metricswriter@" + common.instance;
+  options.instance = common.instance;
   nats_options.retry_until_stopped = &stop;
   auto client = common::NatsClient::Connect(common, nats_options);
   if (!client.ok()) {

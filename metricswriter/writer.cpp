@@ -73,6 +73,7 @@ common::Status Writer::Run() {
   }
   if (!consumer) return common::Status::Ok();
   spdlog::info("consuming {} as {}", options_.consumer.stream, options_.consumer.durable);
+  crash_guard_ = common::CrashGuard::Bind(nats_, options_.consumer.durable, options_.instance);
   std::vector<std::thread> store_threads;
   for (size_t i = 0; i < stores_.size(); ++i) {
     store_threads.emplace_back([this, i] { StoreLoop(i); });

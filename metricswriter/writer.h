@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "common/crash_guard_kv.h"
 #include "common/http_server.h"
 #include "common/metrics.h"
 #include "common/nats_client.h"
@@ -56,6 +57,7 @@ struct WriterOptions {
   Millis too_large_retry{60'000};   // a dead letter refused for its size is tried again after
   Millis unavailable_retry{5'000};  // a dead letter that could not be published otherwise
   Store::Options store;
+  std::string instance;  // INSTANCE_NAME (common configuration), for the crash-loop guard
 };
 
 // A group of decoded batches and their messages (same index), on its way to the database.
@@ -104,11 +106,12 @@ class Writer {
   common::NatsClient& nats_;
   common::StopFlag& stop_;
   WriterMetrics metrics_;
-  std::vector<std::unique_ptr<Store>> stores_;  // stores_[i]: store thread i only
-  JsonDecoder json_;                            // intake thread only
-  ProtoDecoder proto_;                          // intake thread only
-  std::string scratch_;                         // intake thread only
-  ByteBudget budget_;                           // intake thread only
+  std::vector<std::unique_ptr<Store>> stores_;       // stores_[i]: store thread i only
+  JsonDecoder json_;                                 // intake thread only
+  ProtoDecoder proto_;                               // intake thread only
+  std::string scratch_;                              // intake thread only
+  ByteBudget budget_;                                // intake thread only
+  std::unique_ptr<common::CrashGuard> crash_guard_;  // intake thread only (bound in Run)
   std::deque<common::Message> raw_;  // intake thread only: fetched, waiting for budget to decode
 
   std::mutex mu_;  // guards queue_ and intake_done_

@@ -88,9 +88,17 @@ bool Writer::Admit(common::Message& msg, PendingBatch* out) {
     DeadLetter(msg, "batch cannot be decoded: " + format.error().message, "", "content_type");
     return false;
   }
+  // A redelivery is decoded under the crash-loop guard (common/crash_guard.h): a batch an
+  // earlier leader died on while decoding it is not decoded again.
+  const auto guard = crash_guard_->Before(msg.stream_seq(), msg.num_delivered());
+  if (guard.dead_letter) {
+    DeadLetter(msg, common::crash_guard::kReason, guard.detail, "crash_loop");
+    return false;
+  }
   common::Status st = *format == Format::kJson ? json_.Decode(msg.data(), &out->batch)
                                                : proto_.Decode(msg.data(), &out->batch);
   if (!st.ok()) {
+    crash_guard_->Done(guard);
     DeadLetter(msg, "batch cannot be decoded: " + st.error().message, "", "decode");
     return false;
   }
@@ -101,6 +109,7 @@ bool Writer::Admit(common::Message& msg, PendingBatch* out) {
   for (size_t i = 0; i < out->batch.series.size(); ++i) {
     out->fingerprints[i] = SeriesFingerprint(out->tenant, out->batch, i, &scratch_);
   }
+  crash_guard_->Done(guard);  // read through: what the store does with it is its outcome
   return true;
 }
 

@@ -25,7 +25,7 @@ WriterMetrics::WriterMetrics(common::metrics::Registry& r)
       dead_lettered(r.AddCounter(
           "metricswriter_dead_lettered_total",
           CountsSinceStart("Batches moved to API_DLQ, by reason: decode, content_type, "
-                           "invalid_id, invalid_subject, db_rejected."),
+                           "invalid_id, invalid_subject, db_rejected, crash_loop."),
           {"reason"})),
       dlq_publish_failures(r.AddCounter(
           "metricswriter_dlq_publish_failures_total",

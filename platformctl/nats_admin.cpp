@@ -169,6 +169,7 @@ StreamSettings FromConfig(const jsStreamConfig& c) {
   s.duplicate_window = Millis(c.Duplicates / kNsPerMs);
   s.max_msgs_per_subject = c.MaxMsgsPerSubject <= 0 ? -1 : c.MaxMsgsPerSubject;
   s.allow_direct = c.AllowDirect;
+  s.allow_rollup = c.AllowRollup;
   s.max_msg_size = c.MaxMsgSize <= 0 ? -1 : c.MaxMsgSize;
   if (s.name.rfind("KV_", 0) == 0) s.bucket = s.name.substr(3);
   return s;
@@ -185,6 +186,7 @@ void ApplyTo(const StreamSettings& want, jsStreamConfig& c, std::vector<const ch
   c.Duplicates = want.duplicate_window.count() * kNsPerMs;
   c.MaxMsgsPerSubject = want.max_msgs_per_subject;
   c.AllowDirect = want.allow_direct;
+  c.AllowRollup = want.allow_rollup;
   c.MaxMsgSize = static_cast<int32_t>(want.max_msg_size);
 }
 

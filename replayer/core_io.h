@@ -36,6 +36,10 @@ struct Delivery {
   int64_t bytes = 0;      // payload and headers, for the in-flight byte budget
   std::string subject;
   ParseResult parsed;
+  // Set by the crash-loop guard (common/crash_guard.h) instead of parsing: an earlier reader
+  // stopped while reading this message. parsed.poison_reason is then the guard's reason, and
+  // this the evidence (the dead letter's detail).
+  std::string crash_loop_detail;
 };
 
 // The answer of one HTTP request. status 0: no HTTP answer (refused, reset, timeout); see error.

@@ -86,15 +86,20 @@ Engine::~Engine() {
   s_->publisher.reset();
 }
 
-common::Status Engine::Start() {
-  auto& s = *s_;
+common::ConsumerSpec ConsumerSpecFor(const ReplayerConfig& cfg) {
   common::ConsumerSpec spec;
   spec.stream = common::topology::kWebEvents;
   spec.durable = "replayer";
   spec.filter_subject = std::string(common::topology::kWebEventsSubjectPrefix) + "*";
-  spec.ack_wait = s.cfg.ack_wait;
+  spec.ack_wait = cfg.ack_wait;
   // Above the in-flight limit, so the server never stops delivering before we do.
-  spec.max_ack_pending = s.cfg.max_in_flight + 100;
+  spec.max_ack_pending = cfg.max_in_flight + 100;
+  return spec;
+}
+
+common::Status Engine::Start() {
+  auto& s = *s_;
+  const common::ConsumerSpec spec = ConsumerSpecFor(s.cfg);
   auto consumer = common::PullConsumer::Bind(s.nats, spec);
   if (!consumer) return consumer.error();
   s.consumer = std::move(*consumer);
@@ -104,6 +109,7 @@ common::Status Engine::Start() {
   auto visits = common::KvBucket::Bind(s.nats, common::topology::kVisitStateBucket);
   if (!visits) return visits.error();
   s.visit_bucket = std::move(*visits);
+  s.crash_guard = common::CrashGuard::Bind(s.nats, spec.durable, s.cfg.instance);
   if (!s.acks_nats) {
     common::NatsClient::Options o;
     o.client_name = "replayer acks";
@@ -130,8 +136,8 @@ common::Status Engine::Start() {
 
 void Engine::Run(common::StopFlag& stop) {
   auto& s = *s_;
-  s.workers = std::make_unique<Workers>(*s.consumer, *s.stored_ids, *s.visit_bucket, s.inbox,
-                                        [&s] { s.http.Wakeup(); });
+  s.workers = std::make_unique<Workers>(*s.consumer, *s.stored_ids, *s.visit_bucket, *s.crash_guard,
+                                        s.inbox, [&s] { s.http.Wakeup(); });
   s.core.Start(Clock::now());
   s.Execute();
   bool told = false;

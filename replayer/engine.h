@@ -18,6 +18,7 @@
 
 #include "common/config.h"
 #include "common/nats_client.h"
+#include "common/nats_stream.h"
 #include "common/result.h"
 #include "common/stop_signal.h"
 #include "replayer/replayer_metrics.h"
@@ -37,10 +38,14 @@ struct ReplayerConfig {
   common::Millis send_timeout{30'000};
   common::Millis check_cache{3'000};
   int fetch_batch = 100;
-  int batch_max = 20;  // events of one visitor in one POST /api/batch; 0: /api/send only
+  int batch_max = 20;    // events of one visitor in one POST /api/batch; 0: /api/send only
+  std::string instance;  // INSTANCE_NAME (common configuration), for the crash-loop guard
 };
 
 ReplayerConfig ReadReplayerConfig(common::ConfigReader& r);
+// The durable consumer on WEB_EVENTS the engine binds (created if absent; nats.c binds only an
+// existing one with the same settings).
+common::ConsumerSpec ConsumerSpecFor(const ReplayerConfig& cfg);
 
 class Engine {
  public:

@@ -219,7 +219,9 @@ void EngineCore::State::Admit(Delivery d, TimePoint now) {
   by_seq[h.seq] = eid;
   if (!d.parsed.event) {
     Held& p = held.emplace(eid, std::move(h)).first->second;
-    DeadLetter(eid, p, d.parsed.poison_reason, kCodePoison, now);
+    const bool crash_loop = !d.crash_loop_detail.empty();
+    if (crash_loop) p.last_answer = std::move(d.crash_loop_detail);
+    DeadLetter(eid, p, d.parsed.poison_reason, crash_loop ? kCodeCrashLoop : kCodePoison, now);
     return;
   }
   h.ev = std::move(*d.parsed.event);

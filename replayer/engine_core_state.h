@@ -61,6 +61,7 @@ inline constexpr const char* kOverflowReason =
 inline constexpr const char* kCodeFailed = "failed_4_times";
 inline constexpr const char* kCodeOverflow = "visitor_overflow";
 inline constexpr const char* kCodePoison = "poison";
+inline constexpr const char* kCodeCrashLoop = "crash_loop";
 
 // kLookingUp: its duplicate guard is being read. kFinishing: stored, its guard record under
 // way. kDeadLettering: its WEB_DLQ copy under way; kDeadLetterWait: to be published again.

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "common/crash_guard_kv.h"
 #include "common/log.h"
 #include "common/nats_async.h"
 #include "common/nats_kv.h"
@@ -40,6 +41,7 @@ struct Engine::State {
   std::unique_ptr<common::PullConsumer> consumer;
   std::unique_ptr<common::KvBucket> stored_ids;
   std::unique_ptr<common::KvBucket> visit_bucket;
+  std::unique_ptr<common::CrashGuard> crash_guard;  // used by the fetch thread only
   // Guard records and acks of stored events: many small writes, so a connection of their own
   // that coalesces them (send_asap off: nats.c's flusher writes about once a millisecond)
   // instead of one write each on the shared connection. Outlives the publisher that uses it.

@@ -34,10 +34,12 @@ void Inbox::Take(Batch& out) {
 }
 
 Workers::Workers(common::PullConsumer& consumer, common::KvBucket& stored_ids,
-                 common::KvBucket& visits, Inbox& inbox, std::function<void()> wake)
+                 common::KvBucket& visits, common::CrashGuard& crash_guard, Inbox& inbox,
+                 std::function<void()> wake)
     : consumer_(consumer),
       stored_ids_(stored_ids),
       visits_(visits),
+      crash_guard_(crash_guard),
       inbox_(inbox),
       wake_(std::move(wake)) {
   fetcher_ = std::thread([this] { FetchLoop(); });
@@ -100,7 +102,15 @@ void Workers::FetchLoop() {
         d.replayed = msg.HeaderView(common::dead_letter::kReplay).has_value();
         d.subject = std::string(msg.subject());
         // Parsing is pure and the costliest step of the intake: done here, beside the engine.
-        d.parsed = Parse(msg.data(), msg.HeaderView("Nats-Msg-Id").value_or(""));
+        // A redelivery is parsed under the crash-loop guard (common/crash_guard.h).
+        const auto guard = crash_guard_.Before(d.stream_seq, d.num_delivered);
+        if (guard.dead_letter) {
+          d.parsed.poison_reason = common::crash_guard::kReason;
+          d.crash_loop_detail = guard.detail;
+        } else {
+          d.parsed = Parse(msg.data(), msg.HeaderView("Nats-Msg-Id").value_or(""));
+          crash_guard_.Done(guard);
+        }
         f.deliveries.push_back(std::move(d));
       }
     }

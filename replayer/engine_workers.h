@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/crash_guard_kv.h"
 #include "common/nats_kv.h"
 #include "common/nats_stream.h"
 #include "replayer/core_io.h"
@@ -78,7 +79,7 @@ class Inbox {
 class Workers {
  public:
   Workers(common::PullConsumer& consumer, common::KvBucket& stored_ids, common::KvBucket& visits,
-          Inbox& inbox, std::function<void()> wake);
+          common::CrashGuard& crash_guard, Inbox& inbox, std::function<void()> wake);
   ~Workers();
   Workers(const Workers&) = delete;
   Workers& operator=(const Workers&) = delete;
@@ -94,6 +95,7 @@ class Workers {
   common::PullConsumer& consumer_;
   common::KvBucket& stored_ids_;
   common::KvBucket& visits_;
+  common::CrashGuard& crash_guard_;  // fetch thread only
   Inbox& inbox_;
   std::function<void()> wake_;
   std::mutex mu_;

@@ -46,6 +46,7 @@ int RunService(int argc, char** argv, const std::string& version) {
   auto reader = common::ConfigReader::FromProcess();
   auto common = common::ReadCommonConfig(reader, "0.0.0.0:9464");
   auto config = ReadReplayerConfig(reader);
+  config.instance = common.instance;
   (void)ReadHttpPoolOptions(reader);  // read again by the engine's HttpPool: checked here
   try {
     reader.Finish();

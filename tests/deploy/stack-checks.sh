@@ -262,7 +262,7 @@ refusal_checks() {
   expect refused provisioner "read the replayer's replies" sub '_INBOX_replayer.>'
   # platformctl, the operator's day-to-day user: no stream changes (so no capture of another
   # user's inbox through a stream's subjects, no max_msgs purge), no consumer on the queues.
-  for st in WEB_EVENTS API_METRICS WEB_DLQ API_DLQ KV_locks KV_visit_state KV_replayer_stored KV_dlq_tasks; do
+  for st in WEB_EVENTS API_METRICS WEB_DLQ API_DLQ KV_locks KV_visit_state KV_replayer_stored KV_dlq_tasks KV_crash_guard; do
     expect refused platformctl "update $st (init is the provisioner's)" req "\$JS.API.STREAM.UPDATE.$st" '{}'
   done
   expect refused platformctl "add _INBOX_replayer.> to WEB_DLQ's subjects" req '$JS.API.STREAM.UPDATE.WEB_DLQ' "$web_dlq_capture"
@@ -289,6 +289,11 @@ refusal_checks() {
   expect refused exporter "read a redrive task (dlq_tasks)" kvget dlq_tasks deploy-redrive
   expect refused replayer "write a redrive task (dlq_tasks)" pub '$KV.dlq_tasks.deploy-redrive' x
   expect refused provisioner "read a redrive task (dlq_tasks)" kvget dlq_tasks deploy-redrive
+  # crash_guard: each service its own markers only (a planted marker would dead-letter a message).
+  expect refused replayer "write the metricswriter's crash-loop marker" pub '$KV.crash_guard.metricswriter.1' x
+  expect refused metricswriter "write the replayer's crash-loop marker" pub '$KV.crash_guard.replayer.1' x
+  expect refused platformctl "write a crash-loop marker" pub '$KV.crash_guard.replayer.1' x
+  expect refused edge "write a crash-loop marker" pub '$KV.crash_guard.replayer.1' x
   expect refused exporter "read a dead letter" req '$JS.API.STREAM.MSG.GET.WEB_DLQ' "$get"
   expect refused exporter "create a consumer on WEB_DLQ" req '$JS.API.CONSUMER.CREATE.WEB_DLQ' "$dlq_consumer"
   expect refused exporter "create a named consumer on WEB_DLQ" req '$JS.API.CONSUMER.CREATE.WEB_DLQ.probe' "$dlq_consumer"

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/nats_client.h"
+#include "common/nats_kv.h"
 #include "common/nats_stream.h"
 #include "tests/support/nats_cluster.h"
 #include "tests/support/test_stack.h"
@@ -36,9 +37,10 @@ TEST_CASE("init provisions once and a second run changes nothing", "[integration
   std::string first = Ctl(stack, "init", &rc);
   INFO(first);
   CHECK(rc == 0);
-  for (const char* name : {"WEB_EVENTS: created", "API_METRICS: created", "WEB_DLQ: created",
-                           "API_DLQ: created", "KV locks: created", "KV visit_state: created",
-                           "KV replayer_stored: created", "KV dlq_tasks: created"}) {
+  for (const char* name :
+       {"WEB_EVENTS: created", "API_METRICS: created", "WEB_DLQ: created", "API_DLQ: created",
+        "KV locks: created", "KV visit_state: created", "KV replayer_stored: created",
+        "KV dlq_tasks: created", "KV crash_guard: created"}) {
     CHECK_THAT(first, Catch::Contains(name));
   }
   std::string second = Ctl(stack, "init", &rc);
@@ -173,4 +175,40 @@ TEST_CASE("usage and connection errors have their exit codes", "[integration][pl
                 &rc);
   CHECK(rc == 3);
   CHECK_THAT(out, Catch::Contains("connect to NATS"));
+}
+
+// Issue 35: a bucket as nats.c creates it allows rollup headers, and a user allowed to write
+// one key (a service, its own lease) emptied the whole bucket with one publish carrying
+// Nats-Rollup: all. init provisions every stream and bucket with rollup headers refused.
+TEST_CASE("a publish with a rollup header is refused by every bucket and stream",
+          "[integration][platformctl]") {
+  TestStack stack({"nats"});
+  int rc = -1;
+  std::string out = Ctl(stack, "init", &rc);
+  INFO(out);
+  REQUIRE(rc == 0);
+  common::CommonConfig c;
+  c.nats_urls = {stack.Env("NATS_URL")};
+  common::NatsClient::Options o;
+  o.client_name = "rollup-test";
+  auto client = common::NatsClient::Connect(c, o);
+  REQUIRE(client.ok());
+  auto locks = common::KvBucket::Bind(**client, "locks");
+  REQUIRE(locks.ok());
+  REQUIRE((*locks)->Put("metricswriter", "held").ok());
+  for (const char* subject : {"$KV.locks.replayer", "$KV.visit_state.x", "$KV.replayer_stored.x",
+                              "$KV.dlq_tasks.x", "$KV.crash_guard.replayer.1", "web.events.site",
+                              "api.metrics.tenant", "dlq.web.site", "dlq.api.tenant"}) {
+    common::OutMessage m;
+    m.subject = subject;
+    m.data = "x";
+    m.headers = {{"Nats-Rollup", "all"}};
+    auto r = common::PublishSync(**client, m);
+    INFO(subject);
+    CHECK_FALSE(r.ok());
+  }
+  auto held = (*locks)->Get("metricswriter");
+  REQUIRE(held.ok());
+  REQUIRE(held->has_value());
+  CHECK((*held)->value == "held");
 }

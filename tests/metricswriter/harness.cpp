@@ -104,6 +104,7 @@ std::vector<DlqMessage> Harness::ReadDlq() {
       d.reason = m.Header("Sa-Dlq-Reason").value_or("");
       d.origin_seq = m.Header("Sa-Dlq-Stream-Seq").value_or("");
       d.msg_id = m.Header("Sa-Dlq-Msg-Id").value_or("");
+      d.detail = m.Header("Sa-Dlq-Detail").value_or("");
       out.push_back(d);
       (void)m.Ack();
     }

@@ -26,6 +26,7 @@ struct DlqMessage {
   std::string reason;
   std::string origin_seq;
   std::string msg_id;  // the origin's Nats-Msg-Id (Sa-Dlq-Msg-Id)
+  std::string detail;  // Sa-Dlq-Detail
 };
 
 class Harness {
@@ -66,6 +67,7 @@ class Harness {
                   std::string* output) const;
 
   testsupport::TestStack& stack() { return stack_; }
+  common::NatsClient& nats() { return *nats_; }
   std::string database_url() const { return stack_.Env("DATABASE_URL"); }
 
  private:

@@ -20,7 +20,7 @@ StreamSettings Find(const std::vector<StreamSettings>& all, const std::string& n
 TEST_CASE("the desired topology follows the contract (docs/contract.md §2)", "[topology]") {
   common::TopologyConfig c;
   auto all = Desired(c);
-  REQUIRE(all.size() == 8);
+  REQUIRE(all.size() == 9);
   auto web = Find(all, "WEB_EVENTS");
   CHECK(web.subjects == std::vector<std::string>{"web.events.*"});
   CHECK(web.retention == Retention::kWorkQueue);
@@ -42,6 +42,9 @@ TEST_CASE("the desired topology follows the contract (docs/contract.md §2)", "[
   CHECK(tasks.bucket == "dlq_tasks");
   CHECK(tasks.max_age == std::chrono::hours(24 * 30));
   CHECK(tasks.max_msgs_per_subject == 1);
+  auto guard = Find(all, "KV_crash_guard");
+  CHECK(guard.bucket == "crash_guard");
+  CHECK(guard.max_age == std::chrono::hours(24));
   for (const auto& s : all) CHECK(s.file_storage);
 }
 
@@ -69,6 +72,19 @@ TEST_CASE("plan: updatable differences are listed", "[topology]") {
   REQUIRE(plan.changes.size() == 2);
   CHECK(plan.changes[0] == "replicas 3 -> 1");
   CHECK(plan.changes[1] == "max age 1d -> 3d");
+}
+
+// Issue 35: a bucket nats.c creates allows rollup headers, so one publish with Nats-Rollup: all
+// to a user's own key emptied the bucket (every lease in `locks`). init turns them off.
+TEST_CASE("plan: no stream or bucket allows rollup headers", "[topology]") {
+  for (const auto& want : Desired(common::TopologyConfig{})) {
+    CHECK_FALSE(want.allow_rollup);
+    auto have = want;
+    have.allow_rollup = true;
+    auto plan = PlanStream(want, have);
+    CHECK(plan.action == A::kUpdate);
+    CHECK(plan.changes == std::vector<std::string>{"rollup headers allowed -> refused"});
+  }
 }
 
 TEST_CASE("plan: retention, storage or foreign subjects conflict", "[topology]") {

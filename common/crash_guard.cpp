@@ -1,0 +1,65 @@
+#include "common/crash_guard.h"
+
+#include <charconv>
+
+namespace common::crash_guard {
+namespace {
+
+constexpr size_t kMaxInstance = 128;
+
+std::string Printable(std::string_view s, size_t max) {
+  std::string out;
+  for (unsigned char c : s.substr(0, max)) out += (c < 0x20 || c >= 0x7f) ? '?' : char(c);
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+template <typename T>
+bool Number(std::string_view s, T* out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace
+
+std::string Encode(const Marker& m) {
+  return std::to_string(m.delivery) + " " + std::to_string(m.unix_ms) + " " +
+         Printable(m.instance, kMaxInstance);
+}
+
+std::optional<Marker> Decode(std::string_view value) {
+  const size_t a = value.find(' ');
+  if (a == std::string_view::npos) return std::nullopt;
+  const size_t b = value.find(' ', a + 1);
+  if (b == std::string_view::npos) return std::nullopt;
+  Marker m;
+  if (!Number(value.substr(0, a), &m.delivery) ||
+      !Number(value.substr(a + 1, b - a - 1), &m.unix_ms)) {
+    return std::nullopt;
+  }
+  m.instance = std::string(value.substr(b + 1));
+  if (m.instance.size() > kMaxInstance + 3) return std::nullopt;
+  return m;
+}
+
+std::string Key(std::string_view durable, uint64_t stream_seq) {
+  return std::string(durable) + "." + std::to_string(stream_seq);
+}
+
+Step Decide(uint64_t num_delivered, bool marker_found) {
+  if (num_delivered <= 1) return Step::kRead;
+  return marker_found ? Step::kDeadLetter : Step::kMarkThenRead;
+}
+
+std::string Detail(std::string_view marker, uint64_t num_delivered) {
+  std::string out = "delivery " + std::to_string(num_delivered) + "; ";
+  if (auto m = Decode(marker)) {
+    return out + "instance " + Printable(m->instance, kMaxInstance) + " began reading delivery " +
+           std::to_string(m->delivery) + " at unix ms " + std::to_string(m->unix_ms) +
+           " and never finished";
+  }
+  return out + "an unreadable marker: " + Printable(marker, 64);
+}
+
+}  // namespace common::crash_guard

@@ -1,0 +1,54 @@
+// The crash-loop guard (crash_guard.h) over KV `crash_guard`: the markers a service writes
+// before it reads a redelivered message and removes after.
+//
+// When the bucket or NATS fails the guard, the message is read anyway (a guard that holds good
+// messages while NATS is slow would stop the queue it protects); a marker that could not be
+// removed is tried again before the next message is read (a marker left behind would have the
+// next delivery dead-lettered).
+// Ownership: owns its KvBucket; borrows the NatsClient (outlives the guard).
+// Thread-safety: one thread, the one that reads the messages.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/crash_guard.h"
+#include "common/nats_client.h"
+#include "common/nats_kv.h"
+
+namespace common {
+
+class CrashGuard {
+ public:
+  // `durable`: the consumer's name (the markers' key prefix); `instance`: INSTANCE_NAME. With no
+  // bucket `crash_guard` (platformctl init creates it) the guard is off, which is logged.
+  static std::unique_ptr<CrashGuard> Bind(NatsClient& nats, std::string durable,
+                                          std::string instance);
+
+  struct Verdict {
+    bool dead_letter = false;  // do not read it: dead-letter it with crash_guard::kReason
+    std::string detail;        // the evidence, for the dead letter's detail
+    bool marked = false;       // a marker was written: call Done() once the reading ended
+    uint64_t seq = 0;
+  };
+  // Before a message is read.
+  Verdict Before(uint64_t stream_seq, uint64_t num_delivered);
+  // Once the reading of a message Before() marked has ended, whatever it found.
+  void Done(const Verdict& v);
+
+  bool on() const { return bucket_ != nullptr; }
+
+ private:
+  CrashGuard() = default;
+  void Warn(const std::string& what, const Error& e, const char* so);
+  void RemoveLeftBehind();
+
+  std::unique_ptr<KvBucket> bucket_;  // nullptr: off
+  std::string durable_, instance_;
+  std::vector<uint64_t> not_removed_;  // markers whose delete failed, tried again
+  uint64_t failures_ = 0;
+};
+
+}  // namespace common

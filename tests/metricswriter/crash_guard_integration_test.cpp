@@ -1,0 +1,68 @@
+// The crash-loop guard (common/crash_guard.h) in the metricswriter, against a real nats-server:
+// a batch an earlier reader began decoding on its last delivery and never finished (its marker
+// is in KV crash_guard) is dead-lettered with the guard's reason instead of being decoded again;
+// a redelivered batch without a marker is decoded under one and stored, and its marker removed.
+// The earlier readers are played by the test: it takes the first two deliveries of both batches
+// from the durable consumer (created here, with a 3 s ack wait) and leaves a marker for one of
+// them, as a metricswriter that died decoding its second delivery would have.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+
+#include "common/config.h"
+#include "common/crash_guard.h"
+#include "common/nats_kv.h"
+#include "common/nats_stream.h"
+#include "metricswriter/config.h"
+#include "tests/metricswriter/harness.h"
+
+TEST_CASE("a batch its last reader died on is dead-lettered by the next one", "[integration]") {
+  mwtest::Harness h;
+  h.Publish("acme", mwtest::JsonBatch(2, mwtest::NowNs()), "died-on");
+  h.Publish("acme", mwtest::JsonBatch(3, mwtest::NowNs()), "redelivered");
+
+  // The writer's own consumer, as it would create it (nats.c binds only an identical one).
+  common::ConfigReader env(std::map<std::string, std::string>{{"METRICSWRITER_ACK_WAIT", "3s"}});
+  const common::ConsumerSpec spec = mw::ReadWriterOptions(env).consumer;
+  uint64_t died_on_seq = 0;
+  {
+    auto consumer = common::PullConsumer::Bind(h.nats(), spec);
+    REQUIRE(consumer.ok());
+    // Two deliveries, as a first reader (no marker on a first delivery) and a second one
+    // would have had them; neither acked, so both come back after the ack wait.
+    for (uint64_t delivery = 1; delivery <= 2; ++delivery) {
+      auto got = (*consumer)->Fetch(10, std::chrono::seconds(5));
+      REQUIRE(got.ok());
+      REQUIRE(got->size() == 2);
+      for (auto& m : *got) {
+        CHECK(m.num_delivered() == delivery);
+        if (m.Header("Nats-Msg-Id") == "died-on") died_on_seq = m.stream_seq();
+      }
+    }
+  }
+  REQUIRE(died_on_seq != 0);
+  auto bucket = common::KvBucket::Bind(h.nats(), "crash_guard");
+  REQUIRE(bucket.ok());
+  const std::string key = common::crash_guard::Key("metricswriter", died_on_seq);
+  REQUIRE((*bucket)->Put(key, common::crash_guard::Encode({2, 1765000000000, "writer-b"})).ok());
+
+  auto w = h.StartWriter(0, {{"METRICSWRITER_ACK_WAIT", "3s"}});
+  CHECK(h.WaitCount(mwtest::kBatches, 1, 20'000) == 1);
+  CHECK(h.Count(mwtest::kPoints) == 3);
+  REQUIRE(testsupport::WaitFor([&] { return h.StreamMessages("API_DLQ") == 1; }, 20'000));
+  auto dlq = h.ReadDlq();
+  REQUIRE(dlq.size() == 1);
+  CHECK(dlq[0].msg_id == "died-on");
+  CHECK(dlq[0].reason == common::crash_guard::kReason);
+  CHECK(dlq[0].detail ==
+        "delivery 3; instance writer-b began reading delivery 2 at unix ms 1765000000000 and "
+        "never finished");
+  CHECK(testsupport::WaitFor([&] { return h.StreamMessages("API_METRICS") == 0; }, 10'000));
+  CHECK(h.Metric(0, "metricswriter_dead_lettered_total", "reason=\"crash_loop\"") == 1);
+  // The stored batch's marker is gone; the dead letter's stays until the bucket's TTL.
+  for (uint64_t seq = 1; seq <= 2; ++seq) {
+    auto v = (*bucket)->Get(common::crash_guard::Key("metricswriter", seq));
+    REQUIRE(v.ok());
+    CHECK(v->has_value() == (seq == died_on_seq));
+  }
+}
