@@ -2,7 +2,8 @@
 // subject: a cut one (' (truncated)', which holds a space: nats-server would drop the
 // connection on its publish) or a wildcard is skipped, kept in the DLQ and reported, and the run
 // goes on to the next message, as a plain run and as a redrive task; --to-subject must be one
-// literal subject of the origin stream, and a refused one leaves no task behind.
+// literal subject of the origin stream, and a refused one leaves no task behind; a task
+// recorded with a refused one is not resumed (nor taken over).
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +11,9 @@
 #include <vector>
 
 #include "common/dead_letter.h"
+#include "common/nats_kv.h"
+#include "common/topology.h"
+#include "platformctl/dlq_task.h"
 #include "tests/platformctl/dlq_fixture.h"
 
 using dlqtest::Ctl;
@@ -145,4 +149,40 @@ TEST_CASE("dlq replay refuses a --to-subject that is no literal subject of the o
   INFO(ok.out << ok.err);
   CHECK(ok.rc == 0);
   CHECK(dlqtest::Count(*client, "WEB_EVENTS") == 5);
+}
+
+TEST_CASE("dlq task resume refuses a recorded --to-subject that is no literal subject",
+          "[integration][dlq][task]") {
+  TestStack stack({"nats"});
+  dlqtest::Init(stack);
+  auto client = testsupport::ConnectNats(stack);
+  dlqtest::SeedWeb(*client, 5, "rs");
+  // A stopped task as an earlier version could have recorded it.
+  platformctl::dlq::TaskRecord t;
+  t.name = "old-1";
+  t.queue = "web";
+  t.selection.all = true;
+  t.describe = "--all";
+  t.to_subject = "web.events.>";
+  t.end_seq = 5;
+  t.next_seq = 1;
+  t.state = platformctl::dlq::TaskState::kStopped;
+  t.runner = "gone:1";
+  t.started_ms = t.updated_ms = 1;
+  auto kv = common::KvBucket::Bind(*client, common::topology::kDlqTasksBucket);
+  REQUIRE(kv.ok());
+  REQUIRE((*kv)->Put(t.name, platformctl::dlq::EncodeTask(t)).ok());
+
+  auto r = Ctl(stack, "dlq task resume old-1");
+  INFO(r.out << r.err);
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.err, Catch::Contains("task old-1 cannot be resumed: --to-subject 'web.events.>' "
+                                    "holds a wildcard"));
+  auto list = Ctl(stack, "dlq task list --json");
+  REQUIRE(list.rc == 0);
+  auto after = dlqtest::TaskOf(list.out, "old-1");
+  CHECK(after["state"] == "stopped");  // not taken over
+  CHECK(after["runner"] == "gone:1");
+  CHECK(dlqtest::Count(*client, "WEB_DLQ") == 5);
+  CHECK(Ctl(stack, "dlq task cancel old-1").rc == 0);
 }
