@@ -15,6 +15,7 @@
 #include "common/nats_client.h"
 #include "common/stop_signal.h"
 #include "platformctl/dlq_run.h"
+#include "platformctl/dlq_subject.h"
 #include "platformctl/dlq_task_run.h"
 #include "platformctl/dlq_verify.h"
 #include "platformctl/erase.h"
@@ -76,6 +77,7 @@ struct DlqCommands::Options {
   bool yes = false;
   std::string rate;
   CLI::Option* rate_opt = nullptr;
+  CLI::Option* to_subject_opt = nullptr;
   std::string task_name, to_subject;
   bool allow_parallel = false;
   CLI::App* task = nullptr;
@@ -114,8 +116,10 @@ DlqCommands::DlqCommands(CLI::App& app) : o_(std::make_unique<Options>()) {
       "replay",
       "Publish the selected messages back to their origin subject (payload unchanged, message "
       "id <original>.replay.<dlq stream>.<dlq seq>, header Sa-Dlq-Replay), then securely erase "
-      "each DLQ copy once the origin stream acknowledged it. Stops at the DLQ's last sequence "
-      "when it started; Ctrl-C stops between batches, never between a publish and its erase.");
+      "each DLQ copy once the origin stream acknowledged it. A message whose origin subject is "
+      "not one literal subject of the origin stream (cut, a wildcard, white space) is skipped "
+      "and kept. Stops at the DLQ's last sequence when it started; Ctrl-C stops between "
+      "batches, never between a publish and its erase.");
   common(o.replay, o.replay_sel);
   o.rate_opt = o.replay->add_option("--rate,--max-rate", o.rate,
                                     "At most N messages per second (N or N/s), so a large replay "
@@ -127,9 +131,10 @@ DlqCommands::DlqCommands(CLI::App& app) : o_(std::make_unique<Options>()) {
                        "resume it where it stopped if this process dies. SIGHUP is ignored");
   o.replay->add_flag("--allow-parallel", o.allow_parallel,
                      "With --task: start even while another task holds this DLQ");
-  o.replay->add_option("--to-subject", o.to_subject,
-                       "Publish every message to this subject of the origin stream instead of "
-                       "its own (a quarantine or test consumer's subject)");
+  o.to_subject_opt = o.replay->add_option(
+      "--to-subject", o.to_subject,
+      "Publish every message to this subject of the origin stream instead of its own (a "
+      "quarantine or test consumer's subject); one literal subject: no wildcard, no white space");
 
   o.task = o.dlq->add_subcommand(
       "task", "Redrive tasks (dlq replay --task NAME): list them, cancel one, resume one");
@@ -289,6 +294,14 @@ int DlqCommands::Run(const common::CommonConfig& common) {
     if (o.replay->parsed() && o.allow_parallel && o.task_name.empty()) {
       std::cerr << "platformctl: dlq replay: --allow-parallel needs --task\n";
       return 2;
+    }
+    // The literal check needs no server; whether the subject is on the origin stream is
+    // checked once connected (RunReplay, RunTaskStart).
+    if (o.replay->parsed() && o.to_subject_opt->count() > 0) {
+      if (auto refusal = dlq::ToSubjectLiteralRefusal(o.to_subject, q.origin_stream)) {
+        std::cerr << "platformctl: dlq replay: " << *refusal << "\n";
+        return 2;
+      }
     }
     if (o.replay->parsed() && o.rate_opt->count() > 0) {
       auto r = dlq::ParseRate(o.rate);

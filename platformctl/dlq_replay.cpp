@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/dead_letter.h"
+#include "platformctl/dlq_subject.h"
 
 namespace platformctl::dlq {
 namespace {
@@ -159,6 +160,11 @@ ReplayPlan PlanReplay(const QueueInfo& q, uint64_t dlq_seq, const common::Header
   }
   if (!origin) {
     p.skip_why = "origin stream " + q.origin_stream + " does not exist (run platformctl init)";
+    return p;
+  }
+  // Before the stream's patterns: "web.events.*" matches a cut "web.events.abc (truncated)".
+  if (auto why = OriginSubjectSkipWhy(*subject)) {
+    p.skip_why = *why;
     return p;
   }
   bool on_stream =

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "platformctl/dlq_run.h"
+#include "platformctl/dlq_subject.h"
 #include "platformctl/nats_admin.h"
 
 namespace platformctl::dlq {
@@ -134,18 +135,24 @@ class PublishBatch {
 
 }  // namespace
 
+common::Status CheckToSubject(common::NatsClient& client, const QueueInfo& q,
+                              const std::string& to) {
+  if (to.empty()) return common::Status::Ok();
+  auto origin = ReadOrigin(client, q);
+  if (!origin) return origin.error();
+  if (auto refusal = ToSubjectRefusal(to, q.origin_stream, *origin)) {
+    return common::Error::Invalid(*refusal);
+  }
+  return common::Status::Ok();
+}
+
 int RunReplay(RunEnv& env, const QueueInfo& q, const Selection& sel, const ReplayOptions& o) {
   const bool json = o.json;
   auto origin = ReadOrigin(env.client, q);
   if (!origin) return Fail(env, origin.error());
   if (!o.to_subject.empty()) {
-    bool ours = false;
-    for (const auto& pattern : *origin ? (*origin)->subjects : std::vector<std::string>{}) {
-      ours = ours || SubjectMatches(pattern, o.to_subject);
-    }
-    if (!ours) {
-      env.err << "platformctl: --to-subject " << Printable(o.to_subject) << " is not a subject of "
-              << q.origin_stream << "\n";
+    if (auto refusal = ToSubjectRefusal(o.to_subject, q.origin_stream, *origin)) {
+      env.err << "platformctl: " << *refusal << "\n";
       return 2;
     }
   }
@@ -161,7 +168,7 @@ int RunReplay(RunEnv& env, const QueueInfo& q, const Selection& sel, const Repla
   if (o.started) o.started(walk->end_seq);
   if (!json) {
     env.out << "replay " << q.dlq_stream << " (" << sel.Describe() << ") to "
-            << (o.to_subject.empty() ? q.origin_stream : Printable(o.to_subject))
+            << (o.to_subject.empty() ? q.origin_stream : QuotedSubject(o.to_subject))
             << (resumed ? ", from seq " + std::to_string(o.start_seq) : std::string())
             << ", up to seq " << walk->end_seq
             << (o.end_seq > 0 ? ", the task's end" : ", the last when the run started") << "\n";

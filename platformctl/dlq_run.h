@@ -65,6 +65,11 @@ struct ReplayOptions {
   std::function<void(const RunSummary& s, bool whole, uint64_t next_seq)> finished;
 };
 
+// --to-subject `to` against the origin stream as the server has it now (ToSubjectRefusal): an
+// Invalid error says why it is refused (exit 2); empty passes. RunReplay checks it itself; a
+// task checks it before it writes its record, so a refused one leaves no task behind.
+common::Status CheckToSubject(common::NatsClient& client, const QueueInfo& q,
+                              const std::string& to);
 int RunReplay(RunEnv& env, const QueueInfo& q, const Selection& sel, const ReplayOptions& o);
 int RunPurge(RunEnv& env, const QueueInfo& q, const Selection& sel, bool yes, bool json);
 

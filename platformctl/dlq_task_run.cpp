@@ -13,6 +13,7 @@
 #include "common/nats_kv.h"
 #include "common/timefmt.h"
 #include "common/topology.h"
+#include "platformctl/dlq_subject.h"
 #include "platformctl/nats_admin_request.h"
 
 namespace platformctl::dlq {
@@ -308,6 +309,10 @@ int RunTaskStart(RunEnv& env, const TaskStart& start) {
     return Refuse(env, "--task '" + Printable(start.name) +
                            "' is not a task name (1 to 64 of A-Z, a-z, 0-9, '-', '_')");
   }
+  // Before the record is written: a refused destination must leave no task holding the DLQ.
+  if (auto to = CheckToSubject(env.client, start.queue, start.replay.to_subject); !to) {
+    return FailTask(env, to.error());
+  }
   auto kv = OpenBucket(env);
   if (!kv) return FailTask(env, kv.error());
   if (!start.allow_parallel) {
@@ -351,6 +356,16 @@ int RunTaskResume(RunEnv& env, const std::string& name, bool json) {
   if (!*l) return Refuse(env, "no task named " + Printable(name));
   std::string refusal = ResumeRefusal((*l)->t, NowMs());
   if (!refusal.empty()) return Refuse(env, "task " + name + " cannot be resumed: " + refusal);
+  // A record written by an earlier version, or by hand, may hold a destination refused now;
+  // checked before taking the task over, so it stays as it was and can be cancelled.
+  if (auto q = ParseQueue((*l)->t.queue)) {
+    auto to = CheckToSubject(env.client, InfoFor(*q), (*l)->t.to_subject);
+    if (!to && to.error().kind == ErrorKind::kInvalid) {
+      return Refuse(env, "task " + name + " cannot be resumed: " + to.error().message +
+                             " (cancel it: platformctl dlq task cancel " + name + ")");
+    }
+    if (!to) return Fail(env, to.error());
+  }
   Loaded taken = std::move(**l);
   std::string previous = taken.t.runner;
   taken.t.state = TaskState::kRunning;
