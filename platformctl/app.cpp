@@ -15,6 +15,7 @@
 #include "platformctl/init.h"
 #include "platformctl/leaders.h"
 #include "platformctl/migrate.h"
+#include "platformctl/queue_move.h"
 #include "platformctl/streams.h"
 
 namespace platformctl {
@@ -116,6 +117,22 @@ int Main(int argc, char** argv, const std::string& version) {
 
   DlqCommands dlq_commands(app);  // dlq list|replay|purge, erase
 
+  std::string move_queue;
+  queue::MoveRequest move;
+  auto* queue_cmd = app.add_subcommand("queue", "Work queues (WEB_EVENTS, API_METRICS)");
+  queue_cmd->require_subcommand(1);
+  auto* queue_move = queue_cmd->add_subcommand(
+      "move",
+      "Move one held message out of its work queue into its DLQ, for whatever no rule of the "
+      "services catches: a dead letter with the reason \"moved out of its work queue by an "
+      "operator\" and who, when and why in its detail (dlq list shows it; dlq replay puts it "
+      "back). Copied first, erased from the queue only once the DLQ has the copy. A service "
+      "holding the message may still store it: stop it first, or check with dlq list");
+  queue_move->add_option("--queue", move_queue, "web (WEB_EVENTS) or api (API_METRICS)")
+      ->required();
+  queue_move->add_option("--seq", move.seq, "The message's stream sequence")->required();
+  queue_move->add_option("--why", move.why, "Why it is moved (one line; recorded)")->required();
+
   auto* migrate = app.add_subcommand(
       "migrate",
       "Apply the metrics schema migrations to DATABASE_URL under the advisory lock "
@@ -155,6 +172,24 @@ int Main(int argc, char** argv, const std::string& version) {
     return kExitOk;
   }
   if (dlq_commands.Chosen()) return dlq_commands.Run(shared.common);
+  if (*queue_move) {
+    auto q = dlq::ParseQueue(move_queue);
+    if (!q) {
+      std::cerr << "platformctl: --queue must be web or api\n";
+      return kExitUsage;
+    }
+    move.queue = *q;
+    const char* login = std::getenv("USER");
+    move.operator_ = queue::Operator(shared.common.nats_user, login != nullptr ? login : "",
+                                     shared.common.instance);
+    if (auto st = queue::CheckRequest(move); !st.ok()) {
+      std::cerr << "platformctl: " << st.error().message << "\n";
+      return kExitUsage;
+    }
+    auto client = Connect(shared);
+    if (!client) return ConnectFailed(client.error());
+    return queue::RunQueueMove(**client, move, std::cout, std::cerr);
+  }
   if (*migrate) {
     const char* url = std::getenv("DATABASE_URL");
     if (url == nullptr || *url == '\0') {

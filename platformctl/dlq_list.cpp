@@ -32,7 +32,7 @@ std::string Dump(const nlohmann::json& j) {
 
 void PrintListText(const std::vector<Entry>& entries, const QueueInfo& q, std::ostream& out) {
   struct Row {
-    std::string seq, time, key, origin, subject, size, reason;
+    std::string seq, time, key, origin, subject, size, reason, detail;
   };
   std::vector<Row> rows;
   rows.reserve(entries.size() + 1);
@@ -41,7 +41,8 @@ void PrintListText(const std::vector<Entry>& entries, const QueueInfo& q, std::o
   for (const auto& e : entries) {
     rows.push_back({std::to_string(e.seq), common::FormatRfc3339(e.time_ns), Printable(e.key),
                     Origin(e), Printable(e.subject.empty() ? "?" : e.subject),
-                    std::to_string(e.size), Printable(e.reason.empty() ? "?" : e.reason)});
+                    std::to_string(e.size), Printable(e.reason.empty() ? "?" : e.reason),
+                    Printable(e.detail)});
   }
   size_t w[6] = {};
   for (const auto& r : rows) {
@@ -54,6 +55,8 @@ void PrintListText(const std::vector<Entry>& entries, const QueueInfo& q, std::o
         << r.key << "  " << std::setw(static_cast<int>(w[3])) << r.origin << "  "
         << std::setw(static_cast<int>(w[4])) << r.subject << "  " << std::right
         << std::setw(static_cast<int>(w[5])) << r.size << "  " << r.reason << "\n";
+    // The evidence on a line of its own, under the row: Umami's answer, who moved it and why.
+    if (!r.detail.empty()) out << std::string(w[0] + 2, ' ') << "detail: " << r.detail << "\n";
   }
   out << std::left << entries.size() << " message" << (entries.size() == 1 ? "" : "s") << " in "
       << q.dlq_stream << " selected\n";
@@ -74,7 +77,8 @@ void PrintListJson(const std::vector<Entry>& entries, const QueueInfo& q, std::o
                     {"stream_seq", e.stream_seq ? nlohmann::json(*e.stream_seq) : nullptr},
                     {"subject", e.subject},
                     {"size", e.size},
-                    {"reason", e.reason}});
+                    {"reason", e.reason},
+                    {"detail", e.detail}});
   }
   j["messages"] = std::move(msgs);
   out << Dump(j) << "\n";

@@ -183,6 +183,7 @@ Entry MakeEntry(const QueueInfo& q, uint64_t seq, int64_t time_ns, std::string_v
   e.stream = header(dl::kStream).value_or("");
   e.subject = header(dl::kSubject).value_or("");
   e.reason = header(dl::kReason).value_or("");
+  e.detail = header(dl::kDetail).value_or("");
   if (auto v = header(dl::kStreamSeq); v && AllDigits(*v)) {
     uint64_t n = 0;
     if (std::from_chars(v->data(), v->data() + v->size(), n).ec == std::errc()) e.stream_seq = n;

@@ -51,6 +51,7 @@ struct Entry {
   std::string subject;                 // Sa-Dlq-Subject
   uint64_t size = 0;                   // payload bytes
   std::string reason;                  // Sa-Dlq-Reason
+  std::string detail;                  // Sa-Dlq-Detail: the evidence (an answer, who moved it)
 };
 
 using HeaderLookup = std::function<std::optional<std::string>(const char* name)>;

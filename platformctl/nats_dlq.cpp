@@ -179,6 +179,15 @@ std::vector<Status> EraseAll(NatsClient& client, const std::string& stream,
   return out;
 }
 
+Result<std::optional<StoredMessage>> GetOne(NatsClient& client, const std::string& stream,
+                                            uint64_t seq) {
+  const std::string what = "read " + stream + " #" + std::to_string(seq);
+  auto answers = RequestAllRetrying(client, "$JS.API.STREAM.MSG.GET." + stream, {GetBody(seq, "")},
+                                    Millis(client.request_timeout_ms()), what);
+  if (!answers) return answers.error();
+  return ParseGet((*answers)[0], what, true);
+}
+
 std::vector<Result<bool>> GetAll(NatsClient& client, const std::string& stream,
                                  const std::vector<uint64_t>& seqs, Millis timeout) {
   std::vector<Result<bool>> out;

@@ -138,6 +138,11 @@ std::vector<Status> EraseAll(NatsClient& client, const std::string& stream,
 
 // Whether each of `seqs` is stored in the stream as its leader answers now (message gets,
 // pipelined, retried as EraseAll): true stored, false not (NotFound), or the error.
+// The message stored at `seq`, headers and payload, as the stream's leader answers now (retried
+// as EraseAll); nullopt when there is none.
+Result<std::optional<StoredMessage>> GetOne(NatsClient& client, const std::string& stream,
+                                            uint64_t seq);
+
 std::vector<Result<bool>> GetAll(NatsClient& client, const std::string& stream,
                                  const std::vector<uint64_t>& seqs, Millis timeout);
 

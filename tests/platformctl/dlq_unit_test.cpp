@@ -373,9 +373,13 @@ TEST_CASE("dlq unit: list output has the contract fields (docs/contract.md §9) 
   a.subject = "web.events.site-a";
   a.size = 512;
   Entry b = E(12345, kT0 + kSec, "s\x1b", "");
+  b.detail = "HTTP 403: Website not found\x1b[2J";
   std::ostringstream text;
   PrintListText({a, b}, q, text);
   std::string out = text.str();
+  // The evidence under its row, printable; none under a row without it.
+  CHECK_THAT(out, Catch::Contains("\n       detail: HTTP 403: Website not found?[2J\n"));
+  CHECK(out.find("detail:") == out.rfind("detail:"));
   CHECK_THAT(out, Catch::StartsWith("  SEQ  DEAD-LETTERED"));
   CHECK_THAT(out, Catch::Contains("    7  " + common::FormatRfc3339(kT0) +
                                   "  site-a  WEB_EVENTS#1234  web.events.site-a   512  "
@@ -390,7 +394,7 @@ TEST_CASE("dlq unit: list output has the contract fields (docs/contract.md §9) 
   REQUIRE(j["messages"].size() == 2);
   const auto& m = j["messages"][0];
   for (const char* f :
-       {"seq", "time", "key", "stream", "stream_seq", "subject", "size", "reason"}) {
+       {"seq", "time", "key", "stream", "stream_seq", "subject", "size", "reason", "detail"}) {
     CHECK(m.contains(f));
   }
   CHECK(m["stream_seq"] == 1234);
