@@ -1,55 +1,38 @@
 #include "common/http_server.h"
 
 #include <arpa/inet.h>
-#include <civetweb.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
-#include <chrono>
-#include <cstring>
-#include <thread>
+#include <system_error>
+
+#include "common/http_loop.h"
+#include "common/http_request.h"
+#include "common/unique_fd.h"
 
 namespace common {
 
 namespace {
 
-// One whole response, then civetweb closes the connection (keep-alive is off).
-void Reply(mg_connection* conn, int status, const char* reason, const std::string& content_type,
-           const std::string& body, bool head, const char* extra_headers = "") {
-  std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason +
-                    "\r\nContent-Type: " + content_type +
-                    "\r\nContent-Length: " + std::to_string(body.size()) +
-                    "\r\nCache-Control: no-store\r\n" + extra_headers + "Connection: close\r\n\r\n";
-  if (!head) out += body;
-  mg_write(conn, out.data(), out.size());
-}
+std::string ErrnoText(int err) { return std::error_code(err, std::system_category()).message(); }
 
-// GET and HEAD only; anything else is answered 405 here. Returns true when the request is a GET
-// or HEAD (*head tells which).
-bool ReadOnly(mg_connection* conn, bool* head) {
-  const mg_request_info* ri = mg_get_request_info(conn);
-  const char* method = ri != nullptr && ri->request_method != nullptr ? ri->request_method : "";
-  *head = std::strcmp(method, "HEAD") == 0;
-  if (*head || std::strcmp(method, "GET") == 0) return true;
-  Reply(conn, 405, "Method Not Allowed", "text/plain; charset=utf-8", "GET or HEAD only\n", false,
-        "Allow: GET, HEAD\r\n");
-  return false;
-}
-
-// Opens and closes a connection to host:port without waiting for it (loopback: at once).
-void Poke(const std::string& host, int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-  if (fd < 0) return;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, host == "0.0.0.0" ? "127.0.0.1" : host.c_str(), &addr.sin_addr);
-  connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  close(fd);
+// Raises the soft limit on open files to the hard one; returns the soft limit then in force.
+rlim_t RaiseFileLimit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return 1024;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit want = lim;
+    want.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &want) == 0) lim = want;
+  }
+  return lim.rlim_cur;
 }
 
 }  // namespace
@@ -77,127 +60,80 @@ MetricsServer::MetricsServer(const metrics::Registry& registry, std::function<He
 
 MetricsServer::~MetricsServer() { Stop(); }
 
-int MetricsServer::LogMessage(const mg_connection* conn, const char* message) {
-  auto* self = static_cast<MetricsServer*>(mg_get_user_data(mg_get_context(conn)));
-  if (self != nullptr && self->starting_.load()) {
-    std::lock_guard lock(self->log_mu_);
-    self->start_log_ += (self->start_log_.empty() ? "" : "; ") + std::string(message);
-  } else {
-    // Per-connection trouble (a client that timed out or went away): not the operator's news.
-    spdlog::debug("metrics endpoint: {}", message);
-  }
-  return 1;  // handled: civetweb writes no log file of its own
-}
-
 Status MetricsServer::Start(const std::string& host_port) {
   std::string host;
   int port = 0;
   if (!ParseListenAddress(host_port, &host, &port)) {
     return Error::Invalid("'" + host_port + "' is not IPv4-address:port (e.g. 0.0.0.0:9464)");
   }
-  if (!library_) {
-    mg_init_library(0);
-    library_ = true;
+  Stop();
+  auto fail = [&](int err) {
+    return Error::Permanent(
+        "cannot serve /metrics and /healthz on " + host_port + ": " + ErrnoText(err) +
+        (err == EADDRINUSE ? " (another process, perhaps a second instance, has it)" : ""));
+  };
+  // Half of what the process may open, so that a flood of connections cannot take the files its
+  // NATS, database and Umami connections need.
+  max_connections_ = static_cast<int>(
+      std::clamp<rlim_t>(RaiseFileLimit() / 2, 16, static_cast<rlim_t>(kMaxConnections)));
+  UniqueFd listener(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!listener) return fail(errno);
+  // SO_REUSEADDR lets a restart bind while the last run's connections are in TIME_WAIT; unlike
+  // SO_REUSEPORT it does not let a second process listen on the port as well.
+  int one = 1;
+  setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, host.c_str(), &addr.sin_addr);
+  if (bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(listener.get(), kBacklog) != 0) {
+    return fail(errno);
   }
-  const std::string workers = std::to_string(kWorkers);
-  const std::string queue = std::to_string(kQueue);
-  const std::string backlog = std::to_string(kBacklog);
-  const std::string timeout = std::to_string(kRequestTimeoutMs);
-  const char* options[] = {"listening_ports",
-                           host_port.c_str(),
-                           "num_threads",
-                           workers.c_str(),
-                           "connection_queue",
-                           queue.c_str(),
-                           "listen_backlog",
-                           backlog.c_str(),
-                           "request_timeout_ms",
-                           timeout.c_str(),
-                           "enable_keep_alive",
-                           "no",
-                           "max_request_size",
-                           "8192",
-                           nullptr};
-  mg_callbacks callbacks{};
-  callbacks.log_message = &MetricsServer::LogMessage;
-  char error_text[256] = {0};
-  mg_error_data error{nullptr, error_text, sizeof(error_text)};
-  mg_init_data init{&callbacks, this, options};
-  starting_ = true;
-  ctx_ = mg_start2(&init, &error);
-  starting_ = false;
-  if (ctx_ == nullptr) {
-    std::lock_guard lock(log_mu_);
-    std::string why = start_log_.empty() ? error_text : start_log_;
-    return Error::Permanent("cannot serve /metrics and /healthz on " + host_port + ": " + why +
-                            (why.find("in use") != std::string::npos
-                                 ? " (another process, perhaps a second instance, has it)"
-                                 : ""));
+  socklen_t len = sizeof(addr);
+  getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+  UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll) return fail(errno);
+  UniqueFd wake(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!wake) return fail(errno);
+  port_ = ntohs(addr.sin_port);
+
+  http::Limits limits;
+  limits.max_connections = static_cast<size_t>(max_connections_);
+  limits.request_timeout_ms = kRequestTimeoutMs;
+  limits.max_head_bytes = kMaxHeadBytes;
+  limits.scrape_timeout_ms = kScrapeTimeoutMs;
+  http::Handlers handlers;
+  // Neither may throw into the loop.
+  handlers.health = [this](bool head_only) {
+    try {
+      Health h = health_ ? health_() : Health{};
+      return http::Answer(h.ok ? 200 : 503, "text/plain; charset=utf-8",
+                          (h.ok ? "ok\n" : "unhealthy\n") + h.detail, head_only);
+    } catch (const std::exception& e) {
+      spdlog::error("/healthz: {}", e.what());
+      return http::ErrorAnswer(500, head_only);
+    }
+  };
+  handlers.scrape = [this]() -> std::optional<std::string> {
+    try {
+      return registry_.Expose();
+    } catch (const std::exception& e) {
+      spdlog::error("/metrics: {}", e.what());
+      return std::nullopt;
+    }
+  };
+  loop_ = std::make_unique<http::Loop>(std::move(listener), std::move(epoll), std::move(wake),
+                                       limits, std::move(handlers));
+  if (max_connections_ < kMaxConnections) {
+    spdlog::warn(
+        "metrics endpoint: at most {} connections (the open-files "
+        "limit is low)",
+        max_connections_);
   }
-  mg_set_request_handler(ctx_, "/metrics$", &MetricsServer::HandleMetrics, this);
-  mg_set_request_handler(ctx_, "/healthz$", &MetricsServer::HandleHealth, this);
-  mg_server_port ports[1];
-  port_ = mg_get_server_ports(ctx_, 1, ports) == 1 ? ports[0].port : port;
-  host_ = host;
   return Status::Ok();
 }
 
-int MetricsServer::HandleMetrics(mg_connection* conn, void* cbdata) {
-  auto* self = static_cast<MetricsServer*>(cbdata);
-  bool head = false;
-  if (!ReadOnly(conn, &head)) return 405;
-  // No exception may cross into civetweb's C code.
-  try {
-    Reply(conn, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", self->registry_.Expose(),
-          head);
-    return 200;
-  } catch (const std::exception& e) {
-    spdlog::error("/metrics: {}", e.what());
-    Reply(conn, 500, "Internal Server Error", "text/plain; charset=utf-8", "internal error\n",
-          head);
-    return 500;
-  }
-}
-
-int MetricsServer::HandleHealth(mg_connection* conn, void* cbdata) {
-  auto* self = static_cast<MetricsServer*>(cbdata);
-  bool head = false;
-  if (!ReadOnly(conn, &head)) return 405;
-  try {
-    Health h = self->health_ ? self->health_() : Health{};
-    int status = h.ok ? 200 : 503;
-    Reply(conn, status, h.ok ? "OK" : "Service Unavailable", "text/plain; charset=utf-8",
-          (h.ok ? "ok\n" : "unhealthy\n") + h.detail, head);
-    return status;
-  } catch (const std::exception& e) {
-    spdlog::error("/healthz: {}", e.what());
-    Reply(conn, 500, "Internal Server Error", "text/plain; charset=utf-8", "internal error\n",
-          head);
-    return 500;
-  }
-}
-
-void MetricsServer::Stop() {
-  if (ctx_ != nullptr) {
-    // civetweb's listener looks at its stop flag between polls of 2 s (SOCKET_TIMEOUT_QUANTUM,
-    // fixed when Debian built it), so mg_stop() would take up to 2 s of a SIGTERM's budget. A
-    // connection wakes the poll: keep making them until mg_stop() has joined civetweb's threads.
-    std::atomic<bool> stopped{false};
-    std::thread waker([this, &stopped] {
-      while (!stopped) {
-        Poke(host_, port_);
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-    });
-    mg_stop(ctx_);
-    stopped = true;
-    waker.join();
-    ctx_ = nullptr;
-  }
-  if (library_) {
-    mg_exit_library();
-    library_ = false;
-  }
-}
+void MetricsServer::Stop() { loop_.reset(); }
 
 }  // namespace common
