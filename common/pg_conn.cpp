@@ -5,6 +5,7 @@
 
 #include <utility>
 
+#include "common/log.h"
 #include "common/pg_error.h"
 
 namespace common::pg {
@@ -130,8 +131,14 @@ Result<std::unique_ptr<PgConn>> PgConn::Connect(const std::string& conninfo,
         OneLine("postgres connect: " + ScrubSecrets(PQerrorMessage(c->conn_), c->secrets_)));
   }
   // Server notices ("schema already exists, skipping") go to the log, not raw to stderr.
+  // A notice is the server's text and ends in a line break: escaped like any answer.
   PQsetNoticeProcessor(
-      c->conn_, [](void*, const char* message) { spdlog::debug("postgres: {}", message); },
+      c->conn_,
+      [](void*, const char* message) {
+        std::string_view m(message);
+        while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.remove_suffix(1);
+        spdlog::debug("postgres: {}", common::log::Escaped(m, 500));
+      },
       nullptr);
   return c;
 }
