@@ -4,6 +4,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -26,10 +27,53 @@ class JsonMessageFlag : public spdlog::custom_flag_formatter {
 
 }  // namespace
 
+namespace {
+
+// The length of the valid UTF-8 sequence at s[i] (1..4), or 0 when the bytes there are not one
+// (overlong forms, surrogates and values past U+10FFFF included).
+size_t Utf8Length(const std::string& s, size_t i) {
+  auto at = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = at(i);
+  size_t n = 0;
+  unsigned lo = 0x80, hi = 0xbf;  // the allowed range of the second byte
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  if (at(i + 1) < lo || at(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k) {
+    if (at(i + k) < 0x80 || at(i + k) > 0xbf) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
 std::string JsonEscape(const std::string& s) {
   std::string out;
   out.reserve(s.size() + 8);
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const size_t n = Utf8Length(s, i);
+      if (n == 0) {
+        out += "\\ufffd";
+      } else {
+        out.append(s, i, n);
+        i += n - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"':
         out += "\\\"";
@@ -84,6 +128,26 @@ bool LogLimiter::Allow(std::chrono::steady_clock::time_point now, int64_t* suppr
   }
   ++suppressed_;
   return false;
+}
+
+std::string log::Escaped(std::string_view value, size_t max) {
+  std::string out;
+  const size_t n = std::min(value.size(), max);
+  out.reserve(n + 16);
+  for (size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(value[i]);
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c >= 0x20 && c <= 0x7e) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  if (value.size() > max) out += "...(" + std::to_string(value.size()) + " bytes)";
+  return out;
 }
 
 std::string LeftOut(int64_t suppressed) {

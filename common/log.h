@@ -7,14 +7,28 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace common {
 
 // level: trace|debug|info|warn|error|critical|off; format: text|json. Both already validated.
 void SetUpLogging(const std::string& service, const std::string& level, const std::string& format);
 
-// Escapes a string for a JSON string literal (no surrounding quotes).
+// Escapes a string for a JSON string literal (no surrounding quotes). Bytes that are not valid
+// UTF-8 become U+FFFD, so a line stays valid JSON whatever reached it.
 std::string JsonEscape(const std::string& s);
+
+namespace log {
+
+// A value that came from a message or from another server's answer (a subject, Content-Type, a
+// header, a message id, Umami's answer, a reason built from those), made safe for a log line:
+// printable ASCII (0x20..0x7e) is kept, a backslash is doubled, any other byte (control
+// characters, ESC, DEL, UTF-8) becomes \xNN, so a terminal reading the log is never driven by
+// it and the line cannot be split or forged. At most `max` input bytes are shown; a longer value
+// ends in "...(N bytes)". Every such value passes through this before it reaches spdlog.
+std::string Escaped(std::string_view value, size_t max = 200);
+
+}  // namespace log
 
 // Which repeats of one event to log (e.g. a failed connect every 500 ms for hours): the first
 // `first` occurrences, then at most one per `every`, which says how many were left out since

@@ -5,6 +5,7 @@
 
 #include <utility>
 
+#include "common/log.h"
 #include "common/pg_error.h"
 
 namespace common::pg {
@@ -58,8 +59,44 @@ std::string_view PgResult::Get(int row, int col) const {
   return {PQgetvalue(r_, row, col), static_cast<size_t>(PQgetlength(r_, row, col))};
 }
 
+namespace {
+
+struct OptionsDeleter {
+  void operator()(PQconninfoOption* o) const { PQconninfoFree(o); }
+};
+
+// libpq takes `dbname` as a whole connection string when it is a URL or holds a '='; anything
+// else is a database name, with no password to hide.
+bool IsConnectionString(const std::string& conninfo) {
+  return conninfo.rfind("postgresql://", 0) == 0 || conninfo.rfind("postgres://", 0) == 0 ||
+         conninfo.find('=') != std::string::npos;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<PgConn>> PgConn::Connect(const std::string& conninfo,
                                                 const Options& options) {
+  // Parsed first, apart: libpq's messages about a connection string repeat the part it refused,
+  // which may be the password, and they end up in logs. The password found here is scrubbed
+  // from every message this connection makes.
+  std::vector<std::string> secrets;
+  if (IsConnectionString(conninfo)) {
+    char* why = nullptr;
+    std::unique_ptr<PQconninfoOption, OptionsDeleter> parsed(
+        PQconninfoParse(conninfo.c_str(), &why));
+    if (!parsed) {
+      std::string reason = why != nullptr ? why : "out of memory";
+      PQfreemem(why);
+      // Retryable like every failed connect: the caller's loop logs it and an operator fixes
+      // the variable (a service cannot tell a typo from a value still being written).
+      return Error::Retryable(UnparsableConninfo(reason, ConninfoSecrets(conninfo, "")));
+    }
+    std::string password;
+    for (const PQconninfoOption* o = parsed.get(); o->keyword != nullptr; ++o) {
+      if (std::string_view(o->keyword) == "password" && o->val != nullptr) password = o->val;
+    }
+    secrets = ConninfoSecrets(conninfo, password);
+  }
   std::string timeout = std::to_string(options.connect_timeout.count());
   std::string server_options;
   if (options.statement_timeout.count() > 0) {
@@ -84,16 +121,24 @@ Result<std::unique_ptr<PgConn>> PgConn::Connect(const std::string& conninfo,
                           server_options.empty() ? nullptr : server_options.c_str(),
                           nullptr};
   std::unique_ptr<PgConn> c(new PgConn());
+  c->secrets_ = std::move(secrets);
   c->conn_ = PQconnectdbParams(keys, values, 1);
   if (c->conn_ == nullptr) return Error::Retryable("postgres connect: out of memory");
   if (PQstatus(c->conn_) != CONNECTION_OK) {
     // libpq gives no SQLSTATE for a failed connection attempt: the server may be starting,
     // full, or gone. All of these are worth another try.
-    return Error::Retryable(OneLine("postgres connect: " + std::string(PQerrorMessage(c->conn_))));
+    return Error::Retryable(
+        OneLine("postgres connect: " + ScrubSecrets(PQerrorMessage(c->conn_), c->secrets_)));
   }
   // Server notices ("schema already exists, skipping") go to the log, not raw to stderr.
+  // A notice is the server's text and ends in a line break: escaped like any answer.
   PQsetNoticeProcessor(
-      c->conn_, [](void*, const char* message) { spdlog::debug("postgres: {}", message); },
+      c->conn_,
+      [](void*, const char* message) {
+        std::string_view m(message);
+        while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.remove_suffix(1);
+        spdlog::debug("postgres: {}", common::log::Escaped(m, 500));
+      },
       nullptr);
   return c;
 }
@@ -113,7 +158,7 @@ Error PgConn::ErrorFrom(const PGresult* r, const std::string& what) const {
       text += " (" + std::string(detail) + ")";
     }
   }
-  return MakeError(state != nullptr ? state : "", what, text);
+  return MakeError(state != nullptr ? state : "", what, ScrubSecrets(text, secrets_));
 }
 
 Status PgConn::Exec(const std::string& sql) {

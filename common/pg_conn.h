@@ -74,6 +74,9 @@ class PgConn {
   PgConn() = default;
   Error ErrorFrom(const PGresult* r, const std::string& what) const;
   PGconn* conn_ = nullptr;  // owned
+  // What would give the connection string's password away (pg_error.h ConninfoSecrets):
+  // scrubbed from every error this connection reports.
+  std::vector<std::string> secrets_;
 };
 
 }  // namespace common::pg

@@ -1,9 +1,19 @@
 #include "common/service_cli.h"
 
+#include <sys/prctl.h>
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 #include <iostream>
 
 namespace common {
+
+bool DisableCoreDumps() {
+  const rlimit none{0, 0};
+  const bool limited = setrlimit(RLIMIT_CORE, &none) == 0;
+  const bool undumpable = prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0;
+  return limited && undumpable;
+}
 
 std::optional<int> HandleServiceArguments(int argc, char** argv, const ServiceUsage& usage,
                                           const std::string& version) {

@@ -21,6 +21,14 @@ struct ServiceUsage {
   std::string exit_codes;  // one sentence
 };
 
+// First thing in every binary's main(): the process can no longer dump core (RLIMIT_CORE 0,
+// soft and hard) and is not "dumpable" (prctl PR_SET_DUMPABLE 0). Its memory holds the NATS and
+// database passwords and the payloads it is handling; a core file (written into the container,
+// or handed to the host's core_pattern handler) would carry them to wherever cores go. Not
+// dumpable also keeps other processes of the same user from attaching (ptrace, gdb, perf) or
+// reading /proc/<pid>/mem and /proc/<pid>/environ. False, with errno, when either call failed.
+bool DisableCoreDumps();
+
 // nullopt: no argument, run the service. Otherwise the process's exit code: 0 after --help or
 // --version (printed on stdout), 2 for anything else (the error on stderr).
 std::optional<int> HandleServiceArguments(int argc, char** argv, const ServiceUsage& usage,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/log.h"
+
 namespace mw {
 namespace {
 
@@ -88,7 +90,8 @@ common::Result<Format> FormatOf(const std::optional<std::string>& content_type,
   }
   if (ct == "application/json") return Format::kJson;
   if (ct == "application/x-protobuf" || ct == "application/protobuf") return Format::kProtobuf;
-  return common::Error::Invalid("unsupported content type " + ct);
+  // The reason goes into a DLQ header and a log line: the message's value only escaped.
+  return common::Error::Invalid("unsupported content type " + common::log::Escaped(ct, 100));
 }
 
 }  // namespace mw

@@ -41,6 +41,8 @@ common::ServiceUsage Usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything holds a secret: no core file may carry one (common/service_cli.h).
+  if (!common::DisableCoreDumps()) std::perror("metricswriter: cannot turn core dumps off");
   if (auto rc = common::HandleServiceArguments(argc, argv, Usage(), common::Version())) return *rc;
   common::StopSignal stop;  // first: blocks SIGTERM/SIGINT before any other thread exists
   common::NatsLibraryGuard nats_library;

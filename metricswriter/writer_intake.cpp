@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/dead_letter.h"
+#include "common/log.h"
 #include "common/nats_stream.h"
 #include "common/topology.h"
 #include "metricswriter/intake.h"
@@ -32,9 +33,11 @@ void Writer::DeadLetter(common::Message& msg, const std::string& reason, const s
                  s.error().message);
   }
   metrics_.dead_lettered.With({label}).Inc();
+  // The subject comes from the message, and a reason or detail may quote it or its headers.
+  using common::log::Escaped;
   spdlog::warn("batch moved to the dead-letter stream: reason \"{}\"{}, subject {}, sequence {}",
-               reason, detail.empty() ? "" : " (" + detail + ")", origin.subject,
-               origin.stream_seq);
+               Escaped(reason), detail.empty() ? "" : " (" + Escaped(detail) + ")",
+               Escaped(origin.subject), origin.stream_seq);
 }
 
 void Writer::DeadLetterFailed(common::Message& msg, const common::Error& e) {
@@ -56,7 +59,7 @@ void Writer::DeadLetterFailed(common::Message& msg, const common::Error& e) {
         now - dlq_logged_[cause] < std::chrono::hours(1)) {
       ++dlq_failed_since_log_[cause];
       spdlog::debug("dead letter of sequence {} ({}) refused again ({}): {}", msg.stream_seq(),
-                    msg.subject(), name, e.message);
+                    common::log::Escaped(msg.subject()), name, common::log::Escaped(e.message));
       return;
     }
     dlq_logged_[cause] = now;
@@ -67,8 +70,9 @@ void Writer::DeadLetterFailed(common::Message& msg, const common::Error& e) {
       "{} and is tried again in {} s; every failure counts in "
       "metricswriter_dlq_publish_failures_total{{cause=\"{}\"}} (this is logged at most "
       "hourly{})",
-      msg.stream_seq(), msg.subject(), too_large ? ", the server refuses it for its size" : "",
-      e.message, common::topology::kApiMetrics, retry.count() / 1000, name,
+      msg.stream_seq(), common::log::Escaped(msg.subject()),
+      too_large ? ", the server refuses it for its size" : "", common::log::Escaped(e.message),
+      common::topology::kApiMetrics, retry.count() / 1000, name,
       since > 0 ? "; " + std::to_string(since) + " more failures since the last line" : "");
 }
 

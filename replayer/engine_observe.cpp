@@ -2,6 +2,7 @@
 // a message or from Umami are made safe (printable, bounded) before they reach a log line.
 #include <spdlog/spdlog.h>
 
+#include "common/log.h"
 #include "common/timefmt.h"
 #include "replayer/engine_state.h"
 #include "replayer/event_rules.h"
@@ -9,7 +10,8 @@
 namespace replayer {
 namespace {
 
-std::string Safe(const std::string& s) { return rules::Excerpt(s, 300); }
+// Everything a note carries as text may hold a message's value or another server's answer.
+std::string Safe(const std::string& s) { return common::log::Escaped(s, 300); }
 
 std::string FailureClass(int status) {
   if (status == 0) return "network";
@@ -31,7 +33,7 @@ void Engine::State::Observe(const Note& n) {
       break;
     case Note::Kind::kFetchFailed:
       if (int64_t left_out = 0; fetch_warn.Allow(now, &left_out)) {
-        spdlog::warn("fetch from WEB_EVENTS failed (retrying): {}{}", n.text,
+        spdlog::warn("fetch from WEB_EVENTS failed (retrying): {}{}", Safe(n.text),
                      common::LeftOut(left_out));
       }
       break;
@@ -142,18 +144,18 @@ void Engine::State::Observe(const Note& n) {
         spdlog::warn(
             "umami process {} answered a stored event with {}: no cache token kept "
             "(logged once per process; replayer_cache_tokens_ignored_total counts them)",
-            url, n.text);
+            url, Safe(n.text));
       }
       break;
     case Note::Kind::kGuardFailed:
       if (int64_t left_out = 0; guard_warn.Allow(now, &left_out)) {
         spdlog::warn("duplicate guard record for seq {} failed, writing it again: {}{}", n.seq,
-                     n.text, common::LeftOut(left_out));
+                     Safe(n.text), common::LeftOut(left_out));
       }
       break;
     case Note::Kind::kLookupFailed:
       if (int64_t left_out = 0; lookup_warn.Allow(now, &left_out)) {
-        spdlog::warn("{} (seq {}){}", n.text, n.seq, common::LeftOut(left_out));
+        spdlog::warn("{} (seq {}){}", Safe(n.text), n.seq, common::LeftOut(left_out));
       }
       break;
     case Note::Kind::kDlqPublishFailed:
@@ -162,7 +164,7 @@ void Engine::State::Observe(const Note& n) {
         spdlog::error(
             "could not move seq {} to WEB_DLQ ({}): {}; retrying {} (logged once per "
             "cause; replayer_dlq_publish_failures_total counts every failure)",
-            n.seq, n.code, n.text,
+            n.seq, Safe(n.code), Safe(n.text),
             n.code == "too_large" ? "every 60 s until an operator makes room" : "every 5 s");
       }
       break;

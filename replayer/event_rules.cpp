@@ -1,5 +1,7 @@
 #include "replayer/event_rules.h"
 
+#include "common/log.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -241,21 +243,6 @@ bool BadDateLike(std::string_view s) {
   return false;
 }
 
-std::string Excerpt(std::string_view s, size_t max) {
-  std::string out;
-  size_t n = std::min(s.size(), max);
-  for (size_t i = 0; i < n; ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  if (s.size() > max) out += "...";
-  return out;
-}
+std::string Excerpt(std::string_view s, size_t max) { return common::log::Escaped(s, max); }
 
 }  // namespace replayer::rules

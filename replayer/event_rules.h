@@ -47,8 +47,8 @@ size_t CountChars(std::string_view utf8);
 // JavaScript Date made from it is invalid, or PostgreSQL cannot store it (year 0).
 bool BadDateLike(std::string_view s);
 
-// Text from a message, made safe for a log line or a header: printable ASCII kept, everything
-// else as \xNN, at most `max` input bytes.
+// Text from a message, made safe for a log line or a header: common::log::Escaped (printable
+// ASCII kept, a backslash doubled, everything else as \xNN, at most `max` input bytes).
 std::string Excerpt(std::string_view untrusted, size_t max = 64);
 
 }  // namespace replayer::rules

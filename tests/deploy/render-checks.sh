@@ -80,6 +80,11 @@ for name in ["replayer", "metricswriter", "streams-exporter", "platformctl"] + u
     for k in ("mem_limit", "cpus", "pids_limit"):
         if k not in s:
             problems.append(f"{name}: no {k}")
+# No core files anywhere: every service's memory holds passwords and payloads.
+for name, s in svc.items():
+    core = s.get("ulimits", {}).get("core")
+    if core not in (0, {"soft": 0, "hard": 0}):
+        problems.append(f"{name}: ulimits core {core!r}, expected 0")
 if svc.get("platformctl", {}).get("profiles") != ["tools"]:
     problems.append("platformctl should run on demand (profile tools)")
 exp = svc.get("streams-exporter", {}).get("command", [])
@@ -249,8 +254,83 @@ dockerfile_checks() {
     for p in .git .cache .stack 'build-\*'; do grep -qx \"\$p\" '$src/.dockerignore' || exit 1; done"
 }
 
+# Nothing secret is printed by the roles (docs/operations.md, "Secrets").
+secret_checks() {
+  log "secrets: no_log and no diff where a task renders or passes one"
+  # Statically: a task whose arguments, loop or template name a secret (a password, a database
+  # URL, Umami's secret, a TLS key, the environment files) is no_log: true and diff: false. An
+  # assert is left out: it evaluates secrets but prints only its own condition and message.
+  check "every task that renders or passes a secret is no_log and shows no diff" \
+    python3 - "$src/ansible/roles" <<'EOF'
+import pathlib, re, sys, yaml
+secret = re.compile(r"password|database_url|app_secret|_key_src|core_env_files|vault_", re.I)
+problems, flagged = [], []
+for tasks in sorted(pathlib.Path(sys.argv[1]).glob("*/tasks/*.yml")):
+    role = tasks.parent.parent
+    for t in yaml.safe_load(tasks.read_text()) or []:
+        module = next((k for k in t if k.startswith("ansible.builtin.")), None)
+        if module in (None, "ansible.builtin.assert"):
+            continue
+        text = yaml.safe_dump({k: t.get(k) for k in (module, "loop", "with_items")})
+        if module == "ansible.builtin.template":
+            text += (role / "templates" / t[module]["src"]).read_text()
+        if not secret.search(text):
+            continue
+        flagged.append(t["name"])
+        if t.get("no_log") is not True or t.get("diff") is not False:
+            problems.append(f"{tasks}: '{t['name']}' handles a secret without no_log: true "
+                            f"and diff: false")
+# The tasks known to handle secrets are among those found: the pattern still sees them.
+for want in ("Render the nats-server configuration", "Render the environment files",
+             "Install the TLS CA, certificate and key"):
+    if want not in flagged:
+        problems.append(f"'{want}' was not recognised as handling a secret")
+print("\n".join(problems) or "flagged: " + ", ".join(flagged))
+sys.exit(1 if problems else 0)
+EOF
+  # Dynamically: the playbook in --check --diff mode into an empty directory (every file new, so
+  # a diff would hold it whole) for a NATS node and the core node, with a database password
+  # added; no secret of the inventory and no private key may appear in what it prints.
+  local out="$work/check-diff.log" db_pw="db-pw-$RANDOM$RANDOM" rc=0
+  (cd "$src/ansible" && ANSIBLE_PIPELINING=1 ANSIBLE_LOCAL_TEMP="$work/ansible-tmp" \
+    ANSIBLE_HOME="$work/ansible-home" ANSIBLE_NOCOLOR=1 \
+    ansible-playbook -i "$RD/inventory.yml" -e deploy_become=false -e deploy_serial=100% \
+    -e render="$work/check-render" --limit nats-1,core-1 --check --diff -v \
+    -e "core_metricswriter_database_url=postgresql://mw:$db_pw@127.0.0.1:1/metrics" \
+    site.yml) >"$out" 2>&1 || rc=$?
+  if ((rc != 0)); then
+    fail "ansible-playbook --check --diff (exit $rc)"; tail -20 "$out"
+  else
+    check "ansible-playbook --check --diff prints no password, secret or key" python3 - \
+      "$RD/inventory.yml" "$out" "$db_pw" <<'EOF'
+import sys, yaml
+inv = yaml.safe_load(open(sys.argv[1]))["all"]["vars"]
+out = open(sys.argv[2]).read()
+secrets = list(inv["nats_passwords"].values()) + [
+    inv["nats_cluster_password"], inv["core_umami_app_secret"], sys.argv[3]] + [
+    u["password"] for u in inv["nats_edge_users"]]
+leaks = [s for s in secrets if s and s in out]
+if "PRIVATE KEY" in out:
+    leaks.append("a PEM private key")
+# Diffs were printed (the files without secrets): the check is not vacuous.
+if "docker-compose.yml" not in out or "+++ after" not in out:
+    leaks.append("no diff printed at all: --diff did not take effect")
+print("\n".join(f"printed: {s}" for s in leaks) or f"none of {len(secrets) + 1} printed")
+sys.exit(1 if leaks else 0)
+EOF
+  fi
+  check "nats compose: nats-server runs with a core limit of 0" python3 - \
+    "$R/nats-1/nats/docker-compose.yml" <<'EOF'
+import sys, yaml
+core = yaml.safe_load(open(sys.argv[1]))["services"]["nats"].get("ulimits", {}).get("core")
+print(core)
+sys.exit(0 if core == {"soft": 0, "hard": 0} else 1)
+EOF
+}
+
 render_checks() {
   lint_checks
+  secret_checks
   compose_checks
   nats_checks
   prometheus_checks
