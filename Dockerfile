@@ -49,7 +49,7 @@ RUN --mount=type=cache,id=core-workers-apt-runtime,target=/var/cache/apt/archive
  && apt-get install -y --no-install-recommends \
       ca-certificates curl \
       libnats3.4 libpq5 libcurl4 libsimdjson14 libspdlog1.10 libfmt9 \
-      libprometheus-cpp-core1.0 libcivetweb1 libprotobuf32 \
+      libprometheus-cpp-core1.0 libprotobuf32 \
  && rm -rf /etc/apt/apt.conf.d/keep-cache /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 core \
  && useradd --system --uid 10001 --gid core --home-dir /nonexistent --no-create-home \
