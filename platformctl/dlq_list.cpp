@@ -37,7 +37,7 @@ void PrintListText(const std::vector<Entry>& entries, const QueueInfo& q, std::o
   std::vector<Row> rows;
   rows.reserve(entries.size() + 1);
   rows.push_back({"SEQ", "DEAD-LETTERED", q.key_name == "site" ? "SITE" : "TENANT", "ORIGIN",
-                  "SUBJECT", "SIZE", "REASON"});
+                  "SUBJECT", "SIZE", "REASON", ""});
   for (const auto& e : entries) {
     rows.push_back({std::to_string(e.seq), common::FormatRfc3339(e.time_ns), Printable(e.key),
                     Origin(e), Printable(e.subject.empty() ? "?" : e.subject),
