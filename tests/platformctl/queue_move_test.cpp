@@ -54,7 +54,7 @@ TEST_CASE("queue move builds the dead letter the services would, with the operat
   };
   CHECK(header(dl::kReason) == q::kMovedReason);
   CHECK(header(dl::kDetail) ==
-        "by NATS user platformctl, alice@core-1 at 2025-12-06T05:46:40Z: stuck at the head of "
+        "by NATS user platformctl, alice@core-1 at 2025-12-06T05:46:40.000Z: stuck at the head of "
         "the queue");
   CHECK(header(dl::kOrigMsgId) == "ev-12");
   CHECK(header("Content-Type") == "application/json");
