@@ -71,6 +71,7 @@ all:
     # Within this machine's hard limits: without CAP_SYS_RESOURCE the engine cannot raise them,
     # and rootful podman sets a limit not given to 1048576 (nproc too, then).
     nats_ulimits: {nofile: $(ulimit -Hn), nproc: $(nproc_limit)}
+    core_ulimits: {nofile: $(ulimit -Hn), nproc: $(nproc_limit)}
     core_metrics_bind_address: 127.0.0.1
     core_umami_processes: 2
     core_exporter_interval: 2s
