@@ -34,13 +34,6 @@ std::string ProtoBatch(int points, int64_t time_ns) {
   return req.SerializeAsString();
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Samples a gauge of writer `index` every 10 ms while alive; max() is the largest seen.
 class Sampler {
  public:
@@ -94,7 +87,7 @@ TEST_CASE("a backlog of big batches drains within METRICSWRITER_MAX_BYTES_IN_FLI
   CHECK(held.max() <= 16 * kMiB);
   CHECK(h.Metric(0, "metricswriter_held_bytes") == 0);
   CHECK(h.Metric(0, "metricswriter_dead_lettered_total") == 0);
-  CHECK(ReadFile(h.log_path(0)).find("Slow Consumer") == std::string::npos);
+  CHECK(testsupport::ReadFile(h.log_path(0)).find("Slow Consumer") == std::string::npos);
 }
 
 TEST_CASE("a batch bigger than METRICSWRITER_MAX_BYTES_IN_FLIGHT is stored alone",
@@ -119,5 +112,5 @@ TEST_CASE("a batch bigger than METRICSWRITER_MAX_BYTES_IN_FLIGHT is stored alone
   testsupport::WaitFor([&] { return h.Metric(0, "metricswriter_held_bytes") == 0; }, 5'000);
   CHECK(h.Metric(0, "metricswriter_held_bytes") == 0);
   CHECK(h.Metric(0, "metricswriter_held_batches") == 0);
-  CHECK(ReadFile(h.log_path(0)).find("Slow Consumer") == std::string::npos);
+  CHECK(testsupport::ReadFile(h.log_path(0)).find("Slow Consumer") == std::string::npos);
 }

@@ -15,6 +15,7 @@
 #include "common/nats_stream.h"
 #include "metricswriter/config.h"
 #include "tests/metricswriter/harness.h"
+#include "tests/support/nats_cluster.h"
 
 TEST_CASE("a batch its last reader died on is dead-lettered by the next one", "[integration]") {
   mwtest::Harness h;
@@ -24,27 +25,10 @@ TEST_CASE("a batch its last reader died on is dead-lettered by the next one", "[
   // The writer's own consumer, as it would create it (nats.c binds only an identical one).
   common::ConfigReader env(std::map<std::string, std::string>{{"METRICSWRITER_ACK_WAIT", "3s"}});
   const common::ConsumerSpec spec = mw::ReadWriterOptions(env).consumer;
-  uint64_t died_on_seq = 0;
-  {
-    auto consumer = common::PullConsumer::Bind(h.nats(), spec);
-    REQUIRE(consumer.ok());
-    // Two deliveries, as a first reader (no marker on a first delivery) and a second one
-    // would have had them; neither acked, so both come back after the ack wait.
-    for (uint64_t delivery = 1; delivery <= 2; ++delivery) {
-      auto got = (*consumer)->Fetch(10, std::chrono::seconds(5));
-      REQUIRE(got.ok());
-      REQUIRE(got->size() == 2);
-      for (auto& m : *got) {
-        CHECK(m.num_delivered() == delivery);
-        if (m.Header("Nats-Msg-Id") == "died-on") died_on_seq = m.stream_seq();
-      }
-    }
-  }
+  const uint64_t died_on_seq = testsupport::DieReading(h.nats(), spec, 2, 2, "died-on", "writer-b");
   REQUIRE(died_on_seq != 0);
   auto bucket = common::KvBucket::Bind(h.nats(), "crash_guard");
   REQUIRE(bucket.ok());
-  const std::string key = common::crash_guard::Key("metricswriter", died_on_seq);
-  REQUIRE((*bucket)->Put(key, common::crash_guard::Encode({2, 1765000000000, "writer-b"})).ok());
 
   auto w = h.StartWriter(0, {{"METRICSWRITER_ACK_WAIT", "3s"}});
   CHECK(h.WaitCount(mwtest::kBatches, 1, 20'000) == 1);

@@ -11,13 +11,6 @@
 
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 size_t Occurrences(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -48,7 +41,7 @@ TEST_CASE("a dead letter above the server's max payload is counted, logged once 
   // Kept, not dropped: still in API_METRICS, nothing in API_DLQ.
   CHECK(h.StreamMessages("API_METRICS") == 1);
   CHECK(h.StreamMessages("API_DLQ") == 0);
-  const std::string log = ReadFile(h.log_path(0));
+  const std::string log = testsupport::ReadFile(h.log_path(0));
   INFO(log.substr(0, 2000));
   CHECK(Occurrences(log, "the server refuses it for its size") == 1);
   CHECK(Occurrences(log, "Maximum Payload") == 1);
@@ -67,7 +60,8 @@ TEST_CASE("a dead letter above API_DLQ's max message size waits until the limit 
                              30'000));
   CHECK(h.StreamMessages("API_METRICS") == 1);
   CHECK(h.StreamMessages("API_DLQ") == 0);
-  CHECK(Occurrences(ReadFile(h.log_path(0)), "the server refuses it for its size") == 1);
+  CHECK(Occurrences(testsupport::ReadFile(h.log_path(0)), "the server refuses it for its size") ==
+        1);
   // The operator raises the limit: the next try moves it, with its reason, and the count stops.
   h.SetMaxMsgSize("API_DLQ", -1);
   CHECK(testsupport::WaitFor([&] { return h.StreamMessages("API_DLQ") == 1; }, 20'000));
@@ -91,7 +85,7 @@ TEST_CASE("a dead letter while API_DLQ is gone counts as unavailable and waits",
                              30'000));
   CHECK(h.Metric(0, kFailures, "cause=\"too_large\"") == 0);
   CHECK(h.StreamMessages("API_METRICS") == 1);
-  CHECK(Occurrences(ReadFile(h.log_path(0)), "could not move sequence") == 1);
+  CHECK(Occurrences(testsupport::ReadFile(h.log_path(0)), "could not move sequence") == 1);
   std::string out;
   REQUIRE(h.Platformctl("init", "", &out) == 0);  // API_DLQ back
   CHECK(testsupport::WaitFor([&] { return h.StreamMessages("API_DLQ") == 1; }, 20'000));

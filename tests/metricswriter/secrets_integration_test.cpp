@@ -14,13 +14,6 @@ using namespace mwtest;  // NOLINT: the harness (Harness, JsonBatch, Sleep...)
 
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
@@ -51,7 +44,7 @@ TEST_CASE("a subject and Content-Type holding terminal escapes reach the log esc
     // and its Content-Type (in the reason).
     h.Publish(red + "evil", JsonBatch(1, NowNs()), "esc-1", "text/" + red + "plain");
     const bool moved = testsupport::WaitFor([&] { return h.ReadDlq().size() == 1; }, 15'000);
-    const std::string log = Slurp(h.log_path(0));
+    const std::string log = testsupport::ReadFile(h.log_path(0));
     INFO(log);
     REQUIRE(moved);
     CHECK(Contains(log, "subject api.metrics.\\x1b[31mevil,"));
@@ -91,21 +84,22 @@ TEST_CASE("the metricswriter never prints DATABASE_URL's password", "[integratio
   // Only the lease holder connects: the first to lead says why it cannot, then the other.
   REQUIRE(testsupport::WaitFor(
       [&] {
-        return Contains(Slurp(h.log_path(0)), "database not ready") ||
-               Contains(Slurp(h.log_path(1)), "database not ready");
+        return Contains(testsupport::ReadFile(h.log_path(0)), "database not ready") ||
+               Contains(testsupport::ReadFile(h.log_path(1)), "database not ready");
       },
       20'000));
-  std::string which = Contains(Slurp(h.log_path(0)), "database not ready") ? "0" : "1";
+  std::string which =
+      Contains(testsupport::ReadFile(h.log_path(0)), "database not ready") ? "0" : "1";
   (which == "0" ? unparsable : refused)->Signal(SIGTERM);
   (which == "0" ? unparsable : refused)->Wait(30'000);
   REQUIRE(testsupport::WaitFor(
       [&] {
-        return Contains(Slurp(h.log_path(0)), "database not ready") &&
-               Contains(Slurp(h.log_path(1)), "database not ready");
+        return Contains(testsupport::ReadFile(h.log_path(0)), "database not ready") &&
+               Contains(testsupport::ReadFile(h.log_path(1)), "database not ready");
       },
       30'000));
-  const std::string log0 = Slurp(h.log_path(0));
-  const std::string log1 = Slurp(h.log_path(1));
+  const std::string log0 = testsupport::ReadFile(h.log_path(0));
+  const std::string log1 = testsupport::ReadFile(h.log_path(1));
   INFO(log0 + "\n----\n" + log1);
   CHECK(Contains(log0, "DATABASE_URL cannot be parsed: invalid percent-encoded token"));
   CHECK_FALSE(Contains(log0, "ZZss"));

@@ -12,6 +12,7 @@
 #include "common/nats_stream.h"
 #include "replayer/engine.h"
 #include "tests/replayer/fixture.h"
+#include "tests/support/nats_cluster.h"
 #include "tests/support/umami_standin.h"
 
 using replayer_test::Fixture;
@@ -32,27 +33,10 @@ TEST_CASE("an event its last reader died on is dead-lettered, not sent",
   // The replayer's own consumer, as it would create it (nats.c binds only an identical one).
   common::ConfigReader env(std::map<std::string, std::string>{{"REPLAYER_ACK_WAIT", "3s"}});
   const common::ConsumerSpec spec = replayer::ConsumerSpecFor(replayer::ReadReplayerConfig(env));
-  uint64_t died_on_seq = 0;
-  {
-    auto consumer = common::PullConsumer::Bind(*f.client, spec);
-    REQUIRE(consumer.ok());
-    for (uint64_t delivery = 1; delivery <= 2; ++delivery) {
-      auto got = (*consumer)->Fetch(10, std::chrono::seconds(6));
-      REQUIRE(got.ok());
-      REQUIRE(got->size() == 2);
-      for (auto& m : *got) {
-        CHECK(m.num_delivered() == delivery);
-        if (m.Header("Nats-Msg-Id") == "died-on") died_on_seq = m.stream_seq();
-      }
-    }
-  }
+  const uint64_t died_on_seq = testsupport::DieReading(*f.client, spec, 2, 2, "died-on", "core-2");
   REQUIRE(died_on_seq != 0);
   auto bucket = common::KvBucket::Bind(*f.client, "crash_guard");
   REQUIRE(bucket.ok());
-  REQUIRE((*bucket)
-              ->Put(common::crash_guard::Key("replayer", died_on_seq),
-                    common::crash_guard::Encode({2, 1765000000000, "core-2"}))
-              .ok());
 
   f.StartReplayer({{"UMAMI_URLS", umami.url()}, {"REPLAYER_ACK_WAIT", "3s"}});
   REQUIRE(f.WaitDrained(60'000));

@@ -8,9 +8,47 @@
 #include <stdexcept>
 #include <thread>
 
+#include <iostream>
+
+#include "common/crash_guard.h"
+#include "common/nats_kv.h"
 #include "common/nats_status.h"
+#include "common/topology.h"
 
 namespace testsupport {
+
+uint64_t DieReading(common::NatsClient& client, const common::ConsumerSpec& spec, size_t messages,
+                    uint64_t deliveries, const std::string& msg_id, const std::string& instance) {
+  auto fail = [](const std::string& why) {
+    std::cerr << "DieReading: " << why << "\n";
+    return uint64_t{0};
+  };
+  uint64_t seq = 0;
+  {
+    auto consumer = common::PullConsumer::Bind(client, spec);
+    if (!consumer.ok()) return fail("bind: " + consumer.error().message);
+    for (uint64_t delivery = 1; delivery <= deliveries; ++delivery) {
+      // A fetch waits past the ack wait, when the unacked messages come back.
+      auto got = (*consumer)->Fetch(static_cast<int>(messages) + 10, spec.ack_wait * 2);
+      if (!got.ok()) return fail("fetch: " + got.error().message);
+      if (got->size() != messages) {
+        return fail("delivery " + std::to_string(delivery) + " brought " +
+                    std::to_string(got->size()) + " messages");
+      }
+      for (auto& m : *got) {
+        if (m.num_delivered() != delivery) return fail("a message out of step");
+        if (m.Header("Nats-Msg-Id") == msg_id) seq = m.stream_seq();
+      }
+    }
+  }
+  if (seq == 0) return fail("no message " + msg_id);
+  auto bucket = common::KvBucket::Bind(client, common::topology::kCrashGuardBucket);
+  if (!bucket.ok()) return fail("crash_guard: " + bucket.error().message);
+  auto put = (*bucket)->Put(common::crash_guard::Key(spec.durable, seq),
+                            common::crash_guard::Encode({deliveries, kDiedAtUnixMs, instance}));
+  if (!put.ok()) return fail("marker: " + put.error().message);
+  return seq;
+}
 
 namespace {
 
