@@ -2,6 +2,7 @@
 // checked against the ledger before the world carries it out.
 #include <unordered_set>
 
+#include "common/crash_guard.h"
 #include "replayer/classifier.h"
 #include "replayer/event.h"
 #include "replayer/umami_reply.h"
@@ -19,7 +20,8 @@ bool PoisonSent(Kind k, Version v) {
 }
 
 bool PoisonAtOnce(Kind k) {
-  return k == Kind::kHalfWrite || k == Kind::kMalformed || k == Kind::kHeaderPoison;
+  return k == Kind::kHalfWrite || k == Kind::kMalformed || k == Kind::kHeaderPoison ||
+         k == Kind::kReaderKiller;
 }
 
 }  // namespace
@@ -373,6 +375,11 @@ void World::DeadLetterStored(uint64_t seq, const std::string& reason) {
   ++stats_.dead_lettered;
   ++stats_.invariant_checks;
   if (r.dlq == 1) r.dlq_reason = reason;
+  if ((r.kind == Kind::kReaderKiller) != (reason == common::crash_guard::kReason)) {
+    Fail(std::string("a ") + KindName(r.kind) + " event (seq " + std::to_string(seq) +
+         ") dead-lettered with the reason: " + reason);
+    return;
+  }
   bool good = !PoisonSent(r.kind, sc_.version) && !PoisonAtOnce(r.kind);
   if (!good) {
     if (PoisonSent(r.kind, sc_.version) && reason != replayer::kFailedReason &&

@@ -4,6 +4,7 @@
 //   replayer_sim --scenarios 2000 --minutes 10 --threads 2   the CI run (CTest label simulation)
 //   replayer_sim --seed 1234 --minutes 10 --trace             one scenario, replayed exactly
 //   replayer_sim --matrix write-fault                          the write-fault matrix
+//   replayer_sim --reader-killer --scenarios 200 --minutes 10  the crash-loop guard's run
 //
 // Exit 0 when every scenario kept every invariant; 1 with the first failing seed, the command
 // that replays it and the trace of its last events.
@@ -33,6 +34,14 @@ struct Failure {
 };
 
 int minutes_opt = 10;
+// --reader-killer: one event of every scenario kills the reader that parses it (the crash-loop
+// guard's case); off, the scenarios are the seeds' as before.
+bool reader_killer_opt = false;
+sim::Scenario Make(uint64_t seed, int minutes) {
+  sim::Scenario s = sim::MakeScenario(seed, minutes);
+  s.reader_killer = reader_killer_opt;
+  return s;
+}
 std::string self = "replayer_sim";
 
 bool RunScenario(const sim::Scenario& sc, Totals& t, Failure* failure, bool print_stats) {
@@ -135,6 +144,7 @@ std::vector<sim::Scenario> WriteFaultMatrix() {
 void Usage() {
   std::fprintf(stderr,
                "usage: replayer_sim [--scenarios N] [--first SEED] [--minutes M] [--threads T]\n"
+               "                    [--reader-killer]\n"
                "                    [--seed SEED [--trace]] [--matrix write-fault [--max-rate R] "
                "[--every K]]\n");
 }
@@ -176,6 +186,8 @@ int main(int argc, char** argv) {
       every = std::max(1, std::atoi(next()));
     } else if (a == "--trace") {
       trace = true;
+    } else if (a == "--reader-killer") {
+      reader_killer_opt = true;
     } else if (a == "--matrix") {
       matrix = std::string(next()) == "write-fault";
       if (!matrix) {
@@ -191,7 +203,7 @@ int main(int argc, char** argv) {
   Totals totals;
   if (one) {
     Failure f;
-    bool ok = RunScenario(sim::MakeScenario(seed, minutes_opt), totals, &f, true);
+    bool ok = RunScenario(Make(seed, minutes_opt), totals, &f, true);
     if (!ok || trace) {
       std::printf("%s\n", ok ? "passed" : ("FAILED: " + f.what).c_str());
       std::printf("last events (time, what, a, b):\n%s", f.trace.empty() ? "" : f.trace.c_str());
@@ -226,7 +238,7 @@ int main(int argc, char** argv) {
         std::lock_guard lock(mu);
         if (!failures.empty()) return;
       }
-      sim::Scenario sc = matrix ? list[k] : sim::MakeScenario(first + k, minutes_opt);
+      sim::Scenario sc = matrix ? list[k] : Make(first + k, minutes_opt);
       Failure f;
       if (!RunScenario(sc, totals, &f, matrix)) {
         std::lock_guard lock(mu);
@@ -241,10 +253,11 @@ int main(int argc, char** argv) {
   if (!failures.empty()) {
     const Failure& f = failures.front();
     std::printf(
-        "simulation FAILED: seed %llu: %s\n%s\nreplay it: %s --seed %llu --minutes %d "
+        "simulation FAILED: seed %llu: %s\n%s\nreplay it: %s --seed %llu --minutes %d%s "
         "--trace\nlast events (time, what, a, b):\n%s",
         static_cast<unsigned long long>(f.seed), f.what.c_str(), f.scenario.c_str(), self.c_str(),
-        static_cast<unsigned long long>(f.seed), matrix ? 1 : minutes_opt, f.trace.c_str());
+        static_cast<unsigned long long>(f.seed), matrix ? 1 : minutes_opt,
+        reader_killer_opt ? " --reader-killer" : "", f.trace.c_str());
     if (matrix) std::printf("(a matrix scenario: its seed replays only through --matrix)\n");
     return 1;
   }

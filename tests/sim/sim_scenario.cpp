@@ -139,6 +139,8 @@ std::string World::MakeBody(int index, uint64_t seq) const {
     case Kind::kHeaderPoison:
       ua = "Mozilla/5.0\\r\\nX-Smuggled: 1";
       break;
+    case Kind::kReaderKiller:
+      break;  // a good event's body: what kills its reader is not in the model's parser
   }
   return "{\"id\":\"e" + std::to_string(seq) + "\",\"website\":\"" + site + "\",\"visitor\":\"v" +
          std::to_string(r.visitor) + "\",\"accepted_at\":" + std::to_string(r.accepted_ms) +
@@ -173,6 +175,10 @@ void World::ScheduleTraffic() {
         r.kind = Kind::kBot;
       }
     }
+    // With reader_killer, one event kills the reader that parses it (issue 35: a message every
+    // leader died on in turn); not drawn from the generator, so the scenario's draws stay as
+    // its seed made them until the first crash.
+    if (sc_.reader_killer && !over && events_.size() == 100) r.kind = Kind::kReaderKiller;
     r.site = r.visitor % sc_.sites;
     int64_t wall = wall_start_ms_ + std::chrono::duration_cast<milliseconds>(now_ - start_).count();
     if (sc_.backlog_times && !over && r.visitor < static_cast<int>(clocks->size())) {
@@ -265,8 +271,8 @@ void World::FinalChecks() {
     bool poison_sent =
         r.kind == Kind::kValidation ||
         (sc_.version == Version::k2_10 && (r.kind == Kind::kIdentify || r.kind == Kind::kLongUrl));
-    bool at_once =
-        r.kind == Kind::kHalfWrite || r.kind == Kind::kMalformed || r.kind == Kind::kHeaderPoison;
+    bool at_once = r.kind == Kind::kHalfWrite || r.kind == Kind::kMalformed ||
+                   r.kind == Kind::kHeaderPoison || r.kind == Kind::kReaderKiller;
     // Both can happen only while two instances acted at once (a lease lost with the send under
     // way) or after a crash in the window, or after WEB_DLQ stored a copy whose answer was lost:
     // those are excused and counted.

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/crash_guard.h"
 #include "tests/sim/sim_internal.h"
 
 namespace sim {
@@ -26,6 +27,8 @@ const char* KindName(Kind k) {
       return "malformed";
     case Kind::kHeaderPoison:
       return "header-poison";
+    case Kind::kReaderKiller:
+      return "reader-killer";
   }
   return "?";
 }
@@ -229,6 +232,8 @@ void World::FetchFor(int inst, replayer::FetchCmd cmd, uint64_t epoch) {
 void World::AnswerFetch(int inst, uint64_t epoch, int max_messages, bool timed_out) {
   std::vector<replayer::Delivery> batch;
   int64_t max_pending = sc_.core.max_in_flight + 100;
+  // Only a live instance reads what it fetched: an answer to a dead one is never parsed.
+  const bool reading = inst_[inst]->alive && inst_[inst]->epoch == epoch && inst_[inst]->core;
   while (!timed_out && static_cast<int>(batch.size()) < max_messages) {
     uint64_t seq = 0;
     if (!due_.empty()) {
@@ -253,7 +258,30 @@ void World::AnswerFetch(int inst, uint64_t epoch, int max_messages, bool timed_o
     d.num_delivered = m.deliveries;
     d.bytes = static_cast<int64_t>(m.body.size()) + 40;
     d.subject = "web.events.site" + std::to_string(events_[m.index].site);
+    // The shell's crash-loop guard (replayer/engine_workers.cpp), its KV markers as a set: a
+    // redelivery is parsed under a marker, and one whose marker is there is not parsed at all.
+    if (!reading) {
+      d.parsed = replayer::Parse(m.body, "");
+      batch.push_back(std::move(d));
+      continue;
+    }
+    const auto step = common::crash_guard::Decide(m.deliveries, crash_markers_.count(seq) > 0);
+    if (step == common::crash_guard::Step::kDeadLetter) {
+      d.parsed.poison_reason = common::crash_guard::kReason;
+      d.crash_loop_detail = "delivery " + std::to_string(m.deliveries);
+      batch.push_back(std::move(d));
+      continue;
+    }
+    if (step == common::crash_guard::Step::kMarkThenRead) crash_markers_.insert(seq);
+    if (events_[m.index].kind == Kind::kReaderKiller) {
+      // The parse kills the instance: what it took comes back after the ack wait, the marker
+      // (if one was written) stays.
+      Note("reader killed", 1, seq, inst);
+      CrashOrLose(inst, InstanceAction::kCrash);
+      return;
+    }
     d.parsed = replayer::Parse(m.body, "");
+    crash_markers_.erase(seq);
     batch.push_back(std::move(d));
   }
   Instance& I = *inst_[inst];

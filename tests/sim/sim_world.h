@@ -43,6 +43,8 @@ enum class Kind {
   kHalfWrite,     // a data number numeric(19,4) cannot hold: must never be sent
   kMalformed,     // not an event at all: dead-lettered at once
   kHeaderPoison,  // a user agent with CR LF: dead-lettered at once, never sent
+  kReaderKiller,  // kills the instance that parses it (a decoder bug): the crash-loop guard
+                  // (common/crash_guard.h) dead-letters it at its third delivery, never sent
 };
 const char* KindName(Kind k);
 
@@ -85,6 +87,7 @@ struct Scenario {
   bool bursts = false;
   bool backlog_times = false;  // accepted_at jumps: hours of a visitor's traffic in minutes
   double poison = 0.01;        // share of events that are not good
+  bool reader_killer = false;  // event 101 kills the reader that parses it (Kind::kReaderKiller)
   std::vector<FaultSpan> faults;
   std::vector<InstanceEvent> instance_events;
   replayer::CoreConfig core;
@@ -207,6 +210,7 @@ class World {
   std::vector<EventRecord> events_;
   std::vector<std::unique_ptr<Msg>> msgs_;  // by seq - 1
   std::set<uint64_t> due_;                  // redeliveries ready, by seq
+  std::set<uint64_t> crash_markers_;        // KV crash_guard: seqs whose reader never finished
   uint64_t next_new_ = 1;                   // the next never-delivered seq
   int64_t unacked_ = 0;
   size_t acked_ = 0;
