@@ -285,6 +285,8 @@ need_render() {
 source "$here/render-checks.sh"
 # shellcheck source=stack-checks.sh
 source "$here/stack-checks.sh"
+# shellcheck source=reply-checks.sh
+source "$here/reply-checks.sh"
 
 case $mode in
   render) render ;;

@@ -11,6 +11,9 @@
 //   nats_probe pub SUBJECT BODY [K=V]...   JetStream publish with headers, waits for the ack
 //   nats_probe sub SUBJECT                 subscribe, then wait for a refusal
 //   nats_probe kvget BUCKET KEY            read a key as the services do (nats.c KV API)
+//   nats_probe reqs SUBJECT...              several requests with empty bodies, one connection
+//   nats_probe reply SUBJECT BODY REPLY... one plain publish per REPLY, each naming it as the
+//                                          reply subject (where JetStream sends its ack or answer)
 //
 // Exit codes: 0 allowed (the reply is printed), 10 refused by a permissions violation (the
 // server's text is printed), 1 anything else (timeout without a refusal, connection failure).
@@ -146,6 +149,22 @@ int Request(natsConnection* nc, const std::string& inbox_prefix, const std::stri
   return Failed("no reply within " + std::to_string(kTimeoutMs) + " ms", NATS_TIMEOUT, r);
 }
 
+// Publishes BODY to SUBJECT once per reply subject given, nothing waited for but a refusal:
+// what JetStream did with its answers is for the caller to read from the streams' state.
+int PublishWithReplies(natsConnection* nc, const std::string& subject, const std::string& body,
+                       const std::vector<std::string>& replies, Refusals& r) {
+  for (const auto& reply : replies) {
+    if (auto s = natsConnection_PublishRequest(nc, subject.c_str(), reply.c_str(), body.data(),
+                                               static_cast<int>(body.size()));
+        s != NATS_OK)
+      return Failed("publish with reply " + reply, s, r);
+  }
+  if (auto s = natsConnection_Flush(nc); s != NATS_OK) return Failed("flush", s, r);
+  if (r.WaitFor(300)) return Refused(r);
+  std::printf("published to %s with %zu reply subjects\n", subject.c_str(), replies.size());
+  return kAllowed;
+}
+
 int Subscribe(natsConnection* nc, const std::string& subject, Refusals& r) {
   natsSubscription* raw = nullptr;
   if (auto s = natsConnection_SubscribeSync(&raw, nc, subject.c_str()); s != NATS_OK)
@@ -199,7 +218,7 @@ natsStatus SetTls(natsOptions* opts, const common::CommonConfig& c) {
 int Usage() {
   std::fprintf(stderr,
                "usage: nats_probe req SUBJECT [BODY] | pub SUBJECT BODY [K=V]... | sub SUBJECT | "
-               "kvget BUCKET KEY\n");
+               "kvget BUCKET KEY | reqs SUBJECT... | reply SUBJECT BODY REPLY...\n");
   return 2;
 }
 
@@ -262,6 +281,12 @@ int main(int argc, char** argv) {
       rc = Request(nc.get(), inbox, argv[2], argv[3], headers, refusals);
     } else if (op == "sub") {
       rc = Subscribe(nc.get(), argv[2], refusals);
+    } else if (op == "reqs") {
+      for (int i = 2; i < argc && (i == 2 || rc == kAllowed); ++i)
+        rc = Request(nc.get(), inbox, argv[i], "", {}, refusals);
+    } else if (op == "reply" && argc >= 5) {
+      rc = PublishWithReplies(nc.get(), argv[2], argv[3],
+                              std::vector<std::string>(argv + 4, argv + argc), refusals);
     } else if (op == "kvget" && argc == 4) {
       rc = KvGet(nc.get(), argv[2], argv[3], refusals);
     } else {

@@ -22,6 +22,17 @@ start() {
   shift
   env -i PATH="$PATH" HOME="$work" "${kv[@]}" "$@" >"$work/$name.log" 2>&1 &
   pids+=($!)
+  pid_of[$name]=$!
+}
+declare -A pid_of=()
+
+# stop NAME: stops what `start NAME` started (SIGTERM, then waits for it).
+stop() {
+  local p=${pid_of[$1]:-}
+  [[ -n $p ]] || return 0
+  kill -TERM "$p" 2>/dev/null || true
+  wait "$p" 2>/dev/null || true
+  unset "pid_of[$1]"
 }
 
 # as USER COMMAND...: runs a short command as that NATS user with its rendered identity (the
@@ -413,4 +424,5 @@ stack_checks() {
   job_checks
   refusal_checks
   prometheus_scrape_checks
+  reply_checks
 }
