@@ -99,6 +99,13 @@ inline constexpr milliseconds kWriteFaultRetry{30'000};
 inline constexpr const char* kFailedReason =
     "umami failed this event 4 times while its health checks passed";
 
+// A website Umami answered "not found" for: its events go to WEB_DLQ without a send, and one of
+// them is sent again after kSiteRecheck (a replayed one at once) to see whether Umami holds the
+// site now (docs/replayer.md, "Unknown websites"). At most kMaxSiteBlocks sites are remembered:
+// past that, each event of another unknown site is sent and dead-lettered at its answer.
+inline constexpr milliseconds kSiteRecheck{300'000};
+inline constexpr size_t kMaxSiteBlocks = 10'000;
+
 // The delay before the next send after the n-th counted failure (n = 1..3): 4 s, 8 s, 24 s,
 // so the 4th failure comes about 36 s after the first.
 milliseconds RetryDelay(int failures);

@@ -182,6 +182,8 @@ struct Note {
     kRedeliveryAdopted,  // seq: a message held here was delivered again
     kReleased,           // count: messages handed back (nak) or left (forget) at the end
     kBatchRoute,         // process, status: 1 /api/batch is there, 0 it is not; text: why
+    kSiteUnknown,        // subject, text: the website (excerpt), detail: Umami's answer
+    kSiteKnown,          // subject, text: the website, seconds: since it was first unknown
   };
   Kind kind = Kind::kFetched;
   int process = -1;

@@ -367,6 +367,7 @@ void Engine::State::UpdateGauges() {
   m.sending.Set(core.sends_in_flight());
   m.lanes_active.Set(static_cast<double>(core.lanes_active()));
   m.lanes_blocked.Set(static_cast<double>(core.lanes_blocked()));
+  m.sites_unknown.Set(static_cast<double>(core.sites_unknown()));
 }
 
 }  // namespace replayer

@@ -133,6 +133,7 @@ int64_t EngineCore::held_bytes() const { return s_->held_bytes; }
 int EngineCore::sends_in_flight() const { return s_->sends; }
 size_t EngineCore::lanes_active() const { return s_->lanes.lanes(); }
 size_t EngineCore::lanes_blocked() const { return s_->lanes.blocked(); }
+size_t EngineCore::sites_unknown() const { return s_->sites.size(); }
 bool EngineCore::ProcessUp(int p) const {
   return s_->procs[p].health.Last() == ProcessHealth::State::kUp;
 }
@@ -226,6 +227,7 @@ void EngineCore::State::Admit(Delivery d, TimePoint now) {
   }
   h.ev = std::move(*d.parsed.event);
   h.lane = h.ev.LaneKey();
+  h.replayed = d.replayed;
   Held& e = held.emplace(eid, std::move(h)).first->second;
   // While every process is down, the head cannot be tried, so its earlier failures say nothing
   // about the wait: the visitor's events queue without the cap (the in-flight budget still
@@ -401,7 +403,7 @@ void EngineCore::State::Tick(TimePoint now) {
     bool stalled = true;
     for (const auto& [eid, h] : held) {
       bool is_parked = h.stage == Stage::kBackoff && h.parked_write_fault;
-      if (h.stage != Stage::kWaiting && !is_parked) {
+      if (h.stage != Stage::kWaiting && h.stage != Stage::kSiteWait && !is_parked) {
         stalled = false;
         break;
       }
@@ -418,6 +420,7 @@ void EngineCore::State::Finish(uint64_t eid, TimePoint now) {
   if (it == held.end()) return;
   Held& h = it->second;
   recent.Add(h.seq);
+  SiteForget(eid, h, now);
   if (!h.lane.empty()) {
     if (lanes.Head(h.lane) == eid) {
       if (auto next = lanes.PopHead(h.lane)) TryReady(*next, now);
@@ -465,6 +468,10 @@ void EngineCore::State::MaybeRelease(TimePoint now) {
   held.clear();
   by_seq.clear();
   ready.clear();
+  for (auto& [site, b] : sites) {  // their events are handed back: none is under way
+    b.probe = 0;
+    b.waiting.clear();
+  }
   lanes = Lanes();
   held_count = 0;
   held_bytes = 0;

@@ -76,6 +76,8 @@ class EngineCore {
   int sends_in_flight() const;
   size_t lanes_active() const;
   size_t lanes_blocked() const;
+  // Websites Umami answered "not found" for, whose events go to WEB_DLQ unsent for now.
+  size_t sites_unknown() const;
   bool ProcessUp(int process) const;
   bool ProcessWriteFault(int process) const;
   bool Holds(uint64_t stream_seq) const;  // a message of this sequence is held (any stage)

@@ -95,7 +95,7 @@ void EngineCore::State::OnBatchAnswer(uint64_t eid, Held& h, const HttpAnswer& a
     n.status = a.status;
     n.seq = h.seq;
     n.text = h.last_answer;
-    OnFailed(eid, h, now);
+    OnSendFailed(eid, h, a.status, a.body, now);
     return;
   }
   BatchReply r = ParseBatchReply(a.body, ids.size());
@@ -139,7 +139,7 @@ void EngineCore::State::OnBatchAnswer(uint64_t eid, Held& h, const HttpAnswer& a
         // as a send's would be.
         failed_before = true;
         e.stage = Stage::kSending;  // OnFailed's starting point, as after EndSend
-        OnFailed(ids[i], e, now);
+        OnSendFailed(ids[i], e, f.status, f.excerpt, now);
       } else {
         // Behind a failed event: it waits for it, its failure uncharged (the same visitor's).
         e.stage = Stage::kWaiting;

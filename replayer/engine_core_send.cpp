@@ -33,7 +33,7 @@ void EngineCore::OnSendAnswer(uint64_t send_id, const HttpAnswer& a, TimePoint n
       n.status = a.status;
       n.seq = h.seq;
       n.text = h.last_answer;
-      s.OnFailed(eid, h, now);
+      s.OnSendFailed(eid, h, a.status, a.body, now);
     }
   }
   s.AfterInput(now);
@@ -92,6 +92,10 @@ void EngineCore::State::Dispatch(TimePoint now) {
     uint64_t eid = ready.front();
     auto it = held.find(eid);
     if (it == held.end() || it->second.stage != Stage::kReady) {
+      ready.pop_front();
+      continue;
+    }
+    if (HeldBySite(eid, it->second, now)) {  // dead-lettered unsent, or waits for its site
       ready.pop_front();
       continue;
     }
@@ -212,6 +216,7 @@ void EngineCore::State::OnStored(uint64_t eid, Held& h, const SendReply& reply, 
   }
   Proc& p = procs[h.process];
   p.last_store = now;
+  SiteStored(h, now);
   if (!reply.token_problem.empty()) {
     Note& n = Tell(Note::Kind::kTokenIgnored);
     n.process = h.process;
@@ -353,7 +358,10 @@ void EngineCore::State::Decide(uint64_t eid, Held& h, bool passed, TimePoint now
   // Only an event that never failed before may start or extend a run: a write fault shows in
   // events that fail at once, while retries of the same events (poison waiting out a fault that
   // was none) prove nothing new. Failures in an outage were not counted: those events count.
-  bool fresh = h.failures == 0 && h.fault_parks == 0;
+  // An answer about the event itself (Umami's validation) is no sign of a database that cannot
+  // write: it neither counts toward the rule nor waits out a write fault.
+  bool about_event = h.about == AnswerAbout::kEvent;
+  bool fresh = h.failures == 0 && h.fault_parks == 0 && !about_event;
   if (passed && fresh && p.run.RecordFailure(h.lane.str(), now)) {
     Note& n = Tell(Note::Kind::kWriteFaultBegan);
     n.process = h.process;
@@ -370,6 +378,7 @@ void EngineCore::State::Decide(uint64_t eid, Held& h, bool passed, TimePoint now
   for (size_t j = 0; j < procs.size() && !faulted; ++j) {
     faulted = procs[j].run.faulted() && p.last_store < procs[j].run.since();
   }
+  faulted = faulted && !about_event;
   auto d = replayer::Decide(passed, faulted, h.failures);
   switch (d.kind) {
     case Decision::Kind::kOutage: {

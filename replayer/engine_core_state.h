@@ -62,6 +62,20 @@ inline constexpr const char* kCodeFailed = "failed_4_times";
 inline constexpr const char* kCodeOverflow = "visitor_overflow";
 inline constexpr const char* kCodePoison = "poison";
 inline constexpr const char* kCodeCrashLoop = "crash_loop";
+inline constexpr const char* kCodeSiteUnknown = "site_unknown";
+
+// A website Umami answered "not found" for (engine_core_site.cpp). Its events go to WEB_DLQ
+// without a send until `next_try`; then (or for a replayed event at once) one of them is sent
+// (`probe`) while the others wait in `waiting`.
+struct SiteBlock {
+  TimePoint since{};     // the first such answer
+  TimePoint answered{};  // the last such answer
+  TimePoint next_try{};
+  std::string answer;  // its excerpt
+  uint64_t probe = 0;  // the event sent to find out, 0: none
+  std::vector<uint64_t> waiting;
+  int64_t unsent = 0;  // events dead-lettered without a send since the last answer
+};
 
 // kLookingUp: its duplicate guard is being read. kFinishing: stored, its guard record under
 // way. kDeadLettering: its WEB_DLQ copy under way; kDeadLetterWait: to be published again.
@@ -77,6 +91,7 @@ enum class Stage {
   kDeadLettering,
   kDeadLetterWait,
   kBatched,
+  kSiteWait,  // its site's events wait for one of them, sent to see if Umami knows the site now
 };
 
 struct Held {
@@ -100,6 +115,8 @@ struct Held {
   TimePoint touched{};
   std::vector<uint64_t> batch;  // a head sent in a batch: the events behind it there, in order
   std::string last_answer;      // "HTTP 500: ..." of the last failed send
+  AnswerAbout about = AnswerAbout::kOther;  // what that answer was about
+  bool replayed = false;                    // put back from WEB_DLQ (Sa-Dlq-Replay)
   std::string dlq_reason;
   std::string dlq_code;
 };
@@ -156,6 +173,7 @@ struct EngineCore::State {
   std::unordered_map<uint64_t, uint64_t> by_seq;  // stream sequence -> event id
   TimerHeap<Timer> timers;  // at most one live entry per held event: see Arm()
   std::deque<uint64_t> ready;
+  std::unordered_map<std::string, SiteBlock> sites;  // by website id; at most kMaxSiteBlocks
   Lanes lanes;
   VisitStates visits;
   // Lanes whose visit state is being read.
@@ -252,6 +270,18 @@ struct EngineCore::State {
                   TimePoint now);
   void OnPublishedGuard(uint64_t eid, Held& h, const PubOutcome& o, TimePoint now);
   void OnPublishedDeadLetter(uint64_t eid, Held& h, const PubOutcome& o, TimePoint now);
+
+  // engine_core_site.cpp: websites Umami does not hold (docs/replayer.md, "Unknown websites").
+  // A failed send's answer: about the site goes to OnSiteUnknown, else to OnFailed.
+  void OnSendFailed(uint64_t eid, Held& h, int status, std::string_view body, TimePoint now);
+  void OnSiteUnknown(uint64_t eid, Held& h, TimePoint now);
+  // Before a send: true when the event was dead-lettered unsent or set to wait for its site's
+  // probe (it is then out of `ready`).
+  bool HeldBySite(uint64_t eid, Held& h, TimePoint now);
+  // The event was stored: its site, if blocked, is known again.
+  void SiteStored(const Held& h, TimePoint now);
+  // The event leaves the core: if it was its site's probe, the next waiting one may go.
+  void SiteForget(uint64_t eid, const Held& h, TimePoint now);
 };
 
 }  // namespace replayer

@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "common/timefmt.h"
+#include "replayer/classifier.h"
 #include "replayer/engine_state.h"
 #include "replayer/event_rules.h"
 
@@ -118,7 +119,24 @@ void Engine::State::Observe(const Note& n) {
           m.write_fault.With({cfg.umami_urls[i]}).Set(core.ProcessWriteFault(i) ? 1 : 0);
         }
       }
-      spdlog::info("umami process {} stores again: write fault over, parked events retry now", url);
+      if (n.text.empty()) {
+        spdlog::info("umami process {} stores again: write fault over, parked events retry now",
+                     url);
+      } else {
+        spdlog::info("umami process {}: write fault over, {}", url, Safe(n.text));
+      }
+      break;
+    case Note::Kind::kSiteUnknown:
+      spdlog::warn(
+          "umami does not know website {} ({}: {}): its events go to WEB_DLQ unsent, reason "
+          "\"umami does not know website …\"; one is sent again every {} s (a replayed one at "
+          "once) and the first stored ends this",
+          Safe(n.text), Safe(n.subject), Safe(n.detail),
+          std::chrono::duration_cast<std::chrono::seconds>(kSiteRecheck).count());
+      break;
+    case Note::Kind::kSiteKnown:
+      spdlog::info("umami stores events of website {} again ({} s after it did not know it)",
+                   Safe(n.text), static_cast<int64_t>(n.seconds));
       break;
     case Note::Kind::kCheckDone:
       spdlog::debug("health check of {}: {} in {:.3f} s{}{}", url, n.status ? "passed" : "failed",

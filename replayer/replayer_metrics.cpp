@@ -70,6 +70,10 @@ ReplayerMetrics::ReplayerMetrics(common::metrics::Registry& r)
       lanes_blocked(r.AddGauge("replayer_lanes_blocked",
                                "Visitors whose head event has failed while checks passed.")
                         .Get()),
+      sites_unknown(r.AddGauge("replayer_sites_unknown",
+                               "Websites Umami answered \"not found\" for: their events go to "
+                               "WEB_DLQ unsent until one sent every 5 minutes is stored.")
+                        .Get()),
       send_seconds(r.AddHistogram("replayer_send_duration_seconds",
                                   "Duration of POST /api/send or /api/batch, by Umami process.",
                                   common::metrics::ExponentialBuckets(0.001, 2, 14), {"process"})),

@@ -31,6 +31,7 @@ struct ReplayerMetrics {
   common::metrics::Gauge& sending;
   common::metrics::Gauge& lanes_active;
   common::metrics::Gauge& lanes_blocked;
+  common::metrics::Gauge& sites_unknown;
   common::metrics::Family<common::metrics::Histogram>& send_seconds;  // {process}
   common::metrics::Histogram& age_at_store_seconds;
   common::metrics::Gauge& last_stored_timestamp;

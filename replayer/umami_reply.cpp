@@ -139,6 +139,50 @@ bool ProbePassed(int status, std::string_view body) {
   return body.find("Website not found") != std::string_view::npos;
 }
 
+namespace {
+
+bool Contains(std::string_view body, std::string_view what) {
+  return body.find(what) != std::string_view::npos;
+}
+
+// Words of a database's or a driver's error: an answer holding one is never "about the event",
+// whatever its status (2.10 answers some database errors with 400).
+bool MentionsDatabase(std::string_view body) {
+  static constexpr std::string_view kWords[] = {
+      "database", "Database", "INSERT",  "transaction", "read-only", "connect", "Connect",
+      "prisma",   "Prisma",   "ECONN",   "timeout",     "Timeout",   "P10",     "P20",
+      "relation", "column",   "numeric", "constraint",  "violates",  "deadlock"};
+  for (auto w : kWords) {
+    if (Contains(body, w)) return true;
+  }
+  return false;
+}
+
+// Umami's validators' wording: yup's (2.10) "<path> must be …", "… is a required field", and
+// zod's (v3) "Too big", "Too small", "Invalid …", "expected …".
+bool ValidationWording(std::string_view body) {
+  static constexpr std::string_view kWords[] = {" must be ", "is a required field", "must match",
+                                                "Too big",   "Too small",           "Invalid",
+                                                "expected "};
+  for (auto w : kWords) {
+    if (Contains(body, w)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+AnswerAbout ClassifyAnswer(int status, std::string_view body) {
+  if ((status == 400 || status == 403 || status == 404) && Contains(body, "Website not found")) {
+    return AnswerAbout::kSite;
+  }
+  if ((status == 400 || status == 413 || status == 422) && !MentionsDatabase(body) &&
+      ValidationWording(body)) {
+    return AnswerAbout::kEvent;
+  }
+  return AnswerAbout::kOther;
+}
+
 bool HeartbeatPassed(int status) { return status == 200; }
 
 std::string ProbeBody() {

@@ -60,6 +60,17 @@ bool UsableToken(std::string_view token);
 // else (2.10's 400 "Can't reach database server…", a 5xx, no answer) fails it.
 bool ProbePassed(int status, std::string_view body);
 
+// What a failed send's answer says it is about (docs/replayer.md, "What an answer is about").
+// kSite: Umami looked the website up and does not hold it (2.10: 403 "Website not found: <id>.",
+// v3: 400 "Website not found."): the answer the collection probe passes on, so it proves the
+// database reachable and says nothing of the event. kEvent: Umami refused the event itself in
+// its validation (2.10, yup: 400 "payload.name must be at most 50 characters"; v3, zod: 400 "Too
+// big: expected string to have <=50 characters"), before any database work. Neither can be a
+// sign that the database cannot write. kOther: anything else (a 5xx, a database's error text in
+// a 400 such as 2.10's "cannot execute INSERT in a read-only transaction", no answer).
+enum class AnswerAbout { kOther, kSite, kEvent };
+AnswerAbout ClassifyAnswer(int status, std::string_view body);
+
 // The heartbeat passes on 200 (Umami 2.10 answers 200 even with its database down: that is why
 // the probe exists).
 bool HeartbeatPassed(int status);

@@ -68,6 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fuzz::Check(fuzz::HeaderSafe(excerpt));
       fuzz::Check(excerpt.size() <= 600);
       (void)replayer::ProbePassed(status, in.rest);
+      (void)replayer::ClassifyAnswer(status, in.rest);
       break;
     }
   }

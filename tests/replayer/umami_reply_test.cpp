@@ -118,3 +118,34 @@ TEST_CASE("what is no batch reply", "[umami][batch]") {
   CHECK(BatchRouteMissing(404));
   CHECK_FALSE(BatchRouteMissing(400));
 }
+
+TEST_CASE("what an answer is about: the site, the event, or maybe the database", "[umami]") {
+  using replayer::AnswerAbout;
+  using replayer::ClassifyAnswer;
+  // The website: 2.10 and v3, and inside a batch element's excerpt.
+  CHECK(ClassifyAnswer(403, "Website not found: 5e5e5e5e-0000-4000-8000-00000000d001.") ==
+        AnswerAbout::kSite);
+  CHECK(
+      ClassifyAnswer(
+          400, R"({"error":{"message":"Website not found.","code":"bad-request","status":400}})") ==
+      AnswerAbout::kSite);
+  CHECK(ClassifyAnswer(400, R"(HTTP 400 in a batch: {"error":{"message":"Website not found."}})") ==
+        AnswerAbout::kSite);
+  // The event's validation: yup (2.10) and zod (v3).
+  CHECK(ClassifyAnswer(400, "payload.name must be at most 50 characters") == AnswerAbout::kEvent);
+  CHECK(ClassifyAnswer(400, "url must be at most 500 characters") == AnswerAbout::kEvent);
+  CHECK(ClassifyAnswer(400, "payload.website is a required field") == AnswerAbout::kEvent);
+  CHECK(ClassifyAnswer(
+            400, R"({"error":{"message":"Too big: expected string to have <=50 characters"}})") ==
+        AnswerAbout::kEvent);
+  // What may be the database: its errors in a 400 (2.10), any 5xx, no answer, a bare 400.
+  CHECK(ClassifyAnswer(400, "cannot execute INSERT in a read-only transaction") ==
+        AnswerAbout::kOther);
+  CHECK(ClassifyAnswer(400, "Can't reach database server at `db`:`5432`") == AnswerAbout::kOther);
+  CHECK(ClassifyAnswer(400, "Invalid `prisma.session.create()` invocation: timeout") ==
+        AnswerAbout::kOther);
+  CHECK(ClassifyAnswer(500, "payload.name must be at most 50 characters") == AnswerAbout::kOther);
+  CHECK(ClassifyAnswer(500, "Website not found.") == AnswerAbout::kOther);
+  CHECK(ClassifyAnswer(400, "Bad Request") == AnswerAbout::kOther);
+  CHECK(ClassifyAnswer(0, "") == AnswerAbout::kOther);
+}
