@@ -413,4 +413,5 @@ stack_checks() {
   job_checks
   refusal_checks
   prometheus_scrape_checks
+  fill_checks
 }
