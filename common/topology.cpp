@@ -114,7 +114,12 @@ int64_t ReservedBytes(const std::vector<StreamSettings>& all) {
   return sum;
 }
 
-StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSettings>& have) {
+bool LowersMaxBytes(const StreamSettings& want, const StreamSettings& have) {
+  return want.max_bytes > 0 && (have.max_bytes <= 0 || want.max_bytes < have.max_bytes);
+}
+
+StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSettings>& have,
+                      int64_t held_bytes) {
   using A = StreamPlan::Action;
   StreamPlan plan;
   if (!have) {
@@ -141,6 +146,12 @@ StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSett
   if (foreign) {
     conflicts.push_back("subjects are " + Join(have_subjects) + ", expected " +
                         Join(want_subjects));
+  }
+  if (LowersMaxBytes(want, *have) && held_bytes > want.max_bytes) {
+    conflicts.push_back("max bytes " + FormatBytes(want.max_bytes) + " is below the " +
+                        std::to_string(held_bytes) +
+                        " bytes it holds: JetStream would delete its oldest messages to fit (let "
+                        "it drain below the limit, or raise the limit)");
   }
   if (!conflicts.empty()) {
     plan.action = A::kConflict;

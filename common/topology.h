@@ -84,8 +84,15 @@ struct StreamPlan {
 };
 
 // What to do to turn `have` (nullopt: absent) into `want`. A difference JetStream cannot apply in
-// place (retention, storage, foreign subjects) is a conflict: reported, never recreated.
-StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSettings>& have);
+// place (retention, storage, foreign subjects) is a conflict: reported, never recreated. So is a
+// max_bytes below `held_bytes`, the bytes the stream holds now: JetStream would delete its
+// oldest messages to fit the new limit.
+StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSettings>& have,
+                      int64_t held_bytes = 0);
+
+// Whether applying `want` over `have` would set a byte limit (new or lower) that the stream's
+// current bytes may exceed: init then reads what it holds before planning.
+bool LowersMaxBytes(const StreamSettings& want, const StreamSettings& have);
 
 const char* ActionName(StreamPlan::Action a);
 

@@ -67,7 +67,18 @@ InitReport Init(common::NatsClient& client, const common::TopologyConfig& config
       report.lines.push_back(std::move(line));
       continue;
     }
-    line.plan = common::topology::PlanStream(want, *have);
+    int64_t held_bytes = 0;
+    if (*have && common::topology::LowersMaxBytes(want, **have)) {
+      // A limit below what the stream holds would make JetStream delete its oldest messages.
+      auto state = platformctl::nats_admin::ReadState(client, want.name);
+      if (!state) {
+        line.error = state.error().message;
+        report.lines.push_back(std::move(line));
+        continue;
+      }
+      held_bytes = static_cast<int64_t>(state->bytes);
+    }
+    line.plan = common::topology::PlanStream(want, *have, held_bytes);
     if (!dry_run) {
       common::Status s;
       if (line.plan.action == StreamPlan::Action::kCreate)

@@ -132,6 +132,15 @@ TEST_CASE("a full work queue refuses the edge, keeps what it holds, and the buck
   CHECK_THAT(out, Catch::Contains("WEB_EVENTS: FAILED"));
   CHECK_THAT(out, Catch::Contains("JetStream storage is smaller than the limits above reserve"));
 
+  // A limit below what the stream holds would make JetStream delete its oldest messages: init
+  // leaves the stream as it is and says why.
+  out = Ctl(server.port(), kLimits + " WEB_EVENTS_MAX_BYTES=64KiB", "init", &rc);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("WEB_EVENTS: CONFLICT, left as it is: max bytes 64KiB is below "
+                                  "the"));
+  CHECK_THAT(out, Catch::Contains("JetStream would delete its oldest messages"));
+  CHECK(WebEvents(server.port())["messages"] == stored);
+
   // Draining: consumed messages make room, and the edge publishes again.
   common::ConsumerSpec spec;
   spec.stream = "WEB_EVENTS";

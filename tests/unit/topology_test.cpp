@@ -189,3 +189,25 @@ TEST_CASE("plan: a stream without its limit is updated, and says so", "[topology
   REQUIRE(plan.changes.size() == 1);
   CHECK(plan.changes[0] == "max bytes 1GiB -> 4GiB");
 }
+
+TEST_CASE("plan: a limit below what the stream holds is a conflict, never applied", "[topology]") {
+  auto want = Find(Desired(common::TopologyConfig{}), "WEB_EVENTS");  // 4GiB
+  auto have = want;
+  have.max_bytes = -1;
+  CHECK(LowersMaxBytes(want, have));
+  const int64_t held = (int64_t{5} << 30) + 7;
+  auto plan = PlanStream(want, have, held);
+  CHECK(plan.action == A::kConflict);
+  REQUIRE(plan.changes.size() == 1);
+  CHECK(plan.changes[0] ==
+        "max bytes 4GiB is below the " + std::to_string(held) +
+            " bytes it holds: JetStream would delete its oldest messages to fit (let it drain "
+            "below the limit, or raise the limit)");
+  // Holding less, it is an update; raising a limit never needs the reading.
+  CHECK(PlanStream(want, have, int64_t{1} << 30).action == A::kUpdate);
+  have.max_bytes = int64_t{2} << 30;
+  CHECK_FALSE(LowersMaxBytes(want, have));
+  CHECK(PlanStream(want, have).action == A::kUpdate);
+  have.max_bytes = int64_t{8} << 30;
+  CHECK(LowersMaxBytes(want, have));
+}
