@@ -1,12 +1,81 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # work, build, R, pids, SITE, UMAMI_URLS and the ports come from deploy-test.sh
 # shellcheck disable=SC2016  # '$KV...' are NATS subjects, not expansions
-# The storage-limit half of the stack test (sourced by deploy-test.sh; called at the end of
-# stack_checks). The test inventory gives WEB_EVENTS a limit of 256 KiB (deploy-test.sh,
+# The storage limits in the deploy test (sourced by deploy-test.sh): limits_checks, called by
+# render_checks, adds up the rendered numbers; fill_checks, called at the end of stack_checks,
+# fills WEB_EVENTS. The test inventory gives WEB_EVENTS a limit of 256 KiB (deploy-test.sh,
 # core_stream_limits_env), which platformctl init set. With the replayer stopped, the edge user
 # fills WEB_EVENTS until JetStream refuses it: the refusal reaches the edge in words, nothing
 # stored is lost, both services' leases keep being renewed (locks has room of its own), and once
 # the replayer runs again WEB_EVENTS drains into Umami and the edge publishes again.
+
+# The storage limits add up (docs/contract.md §2): the streams' and buckets' max_bytes that
+# platformctl init gets (the provision environment; the operator's platformctl has the same, so
+# its init --dry-run agrees), plus the fixed buckets of common/topology.h, times the replicas,
+# fit the account's max_file; one replica of each fits a node's max_file_store.
+limits_checks() {
+  check "storage limits: streams and buckets x replicas fit the account's max_file" python3 - \
+    "$R/nats-1/nats/nats-server.conf" "$R/core-1/core/env" "$src/common/topology.h" <<'EOF'
+import re, sys
+conf, envdir, topo = sys.argv[1], sys.argv[2], open(sys.argv[3]).read()
+def size(text):  # nats-server's units (conf/parse.go): k = 1000, kb/ki/kib = 1024, ...
+    m = re.fullmatch(r"(\d+)\s*([a-zA-Z]*)", text.strip().strip('"'))
+    n, unit = int(m.group(1)), m.group(2).lower()
+    for i, p in enumerate("kmgtpe", 1):
+        if unit == p: return n * 1000 ** i
+        if unit in (p + "b", p + "i", p + "ib"): return n * 1024 ** i
+    assert unit in ("", "b"), unit
+    return n
+def env(name):
+    return dict(l.split("=", 1) for l in open(f"{envdir}/{name}.env").read().splitlines()
+                if l and not l.startswith("#"))
+text = open(conf).read()
+acc = re.search(r"jetstream \{ max_file: (\S+), max_mem: (\S+), max_bytes_required: (\w+) \}", text)
+node = size(re.search(r"^  max_file_store: (\S+)$", text, re.M).group(1))
+prov, ctl = env("provision"), env("platformctl")
+names = ["WEB_EVENTS", "API_METRICS", "WEB_DLQ", "API_DLQ", "VISIT_STATE", "STORED_IDS"]
+if not acc:
+    sys.exit("no account jetstream block with max_file, max_mem, max_bytes_required")
+problems = []
+max_file = size(acc.group(1))
+limits = {n: size(prov[n + "_MAX_BYTES"]) for n in names}
+for n in names:
+    if ctl.get(n + "_MAX_BYTES") != prov[n + "_MAX_BYTES"]:
+        problems.append(f"platformctl.env {n}_MAX_BYTES differs from provision.env")
+fixed = {m.group(1): int(m.group(2)) << int(m.group(3)) for m in re.finditer(
+    r"k(\w+)MaxBytes = int64_t\{(\d+)\} << (\d+);", topo)}
+replicas = int(prov["STREAM_REPLICAS"])
+per_replica = sum(limits.values()) + sum(fixed.values())
+print(f"streams and buckets {limits}, fixed buckets {fixed}: {per_replica} bytes per replica,"
+      f" x {replicas} = {per_replica * replicas} <= account max_file {max_file}"
+      f" (room {max_file - per_replica * replicas}); per node {per_replica} <= {node}")
+if len(fixed) != 3: problems.append(f"fixed bucket limits not found in topology.h: {fixed}")
+if per_replica * replicas > max_file: problems.append("the account cannot hold the limits")
+if per_replica > node: problems.append("a node's max_file_store cannot hold one replica of each")
+if acc.group(3) != "true": problems.append("max_bytes_required is not true")
+print("\n".join(problems) or "ok")
+sys.exit(1 if problems else 0)
+EOF
+  # The roles' defaults (what production gets) add up too, not only the test inventory's.
+  check "storage limits: the roles' defaults x STREAM_REPLICAS fit nats_account_max_file" \
+    python3 - "$src/ansible/roles" "$src/common/topology.h" <<'EOF'
+import re, sys, yaml
+roles, topo = sys.argv[1], open(sys.argv[2]).read()
+core = yaml.safe_load(open(f"{roles}/core/defaults/main.yml"))
+nats = yaml.safe_load(open(f"{roles}/nats/defaults/main.yml"))
+units = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "GB": 1 << 30, "TiB": 1 << 40}
+def size(t):
+    m = re.fullmatch(r"(\d+)([A-Za-z]*)", str(t))
+    return int(m.group(1)) * units.get(m.group(2), 1)
+fixed = sum(int(a) << int(b) for a, b in re.findall(r"k\w+MaxBytes = int64_t\{(\d+)\} << (\d+);", topo))
+per_replica = sum(size(v) for v in core["core_stream_limits_env"].values()) + fixed
+replicas = int(core["core_common_env"]["STREAM_REPLICAS"])
+account, node = size(nats["nats_account_max_file"]), size(nats["nats_jetstream_max_file_store"])
+print(f"{per_replica / 2**30:.2f} GiB per replica x {replicas} = {per_replica * replicas / 2**30:.2f} GiB"
+      f" <= {account / 2**30:.2f} GiB; per node <= {node / 2**30:.2f} GiB")
+sys.exit(0 if per_replica * replicas <= account and per_replica <= node else 1)
+EOF
+}
 
 # service_pid PATH: the pid in `pids` running the binary PATH ("" when none).
 service_pid() {
