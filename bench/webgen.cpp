@@ -8,6 +8,8 @@
 #include <atomic>
 #include <chrono>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "common/config.h"
@@ -49,9 +51,17 @@ int main(int argc, char** argv) {
   std::stringstream ss(sites_csv);
   for (std::string s; std::getline(ss, s, ',');) sites.push_back(s);
   std::atomic<int> done{0}, failed{0};
+  // Why publishes failed, by the server's (or nats.c's) words: a full stream answers each
+  // refused publish with "maximum bytes exceeded", and the edge must be able to say so.
+  std::mutex reasons_mu;
+  std::map<std::string, int> reasons;
   auto publisher =
       common::AsyncPublisher::Create(**client, [&](uint64_t, const common::Status& st) {
-        if (!st) failed++;
+        if (!st) {
+          failed++;
+          std::lock_guard lock(reasons_mu);
+          reasons[st.error().message]++;
+        }
         done++;
       });
   if (!publisher) {
@@ -91,7 +101,10 @@ int main(int argc, char** argv) {
   }
   while (done.load() < count) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   if (failed.load() > 0) {
-    std::cerr << failed.load() << " publishes failed\n";
+    std::cout << "published " << count << ": " << count - failed.load() << " stored, "
+              << failed.load() << " refused\n";
+    std::lock_guard lock(reasons_mu);
+    for (const auto& [why, n] : reasons) std::cerr << n << " publishes refused: " << why << "\n";
     return 1;
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 extern char** environ;
@@ -304,6 +305,50 @@ CommonConfig ReadCommonConfig(ConfigReader& r, const std::string& default_metric
   return c;
 }
 
+std::optional<int64_t> ParseBytes(std::string_view text) {
+  int64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end == text.data() || n < 0) return std::nullopt;
+  const std::string_view unit(end, static_cast<size_t>(text.data() + text.size() - end));
+  int shift = 0;
+  if (unit == "KiB") {
+    shift = 10;
+  } else if (unit == "MiB") {
+    shift = 20;
+  } else if (unit == "GiB") {
+    shift = 30;
+  } else if (!unit.empty() && unit != "B") {
+    return std::nullopt;
+  }
+  if (n > (std::numeric_limits<int64_t>::max() >> shift)) return std::nullopt;
+  return n << shift;
+}
+
+std::string FormatBytes(int64_t bytes) {
+  if (bytes > 0) {
+    for (auto [shift, unit] : {std::pair{30, "GiB"}, std::pair{20, "MiB"}, std::pair{10, "KiB"}}) {
+      if (bytes % (int64_t{1} << shift) == 0) return std::to_string(bytes >> shift) + unit;
+    }
+  }
+  return std::to_string(bytes);
+}
+
+int64_t ConfigReader::Bytes(const std::string& name, int64_t fallback, int64_t min, int64_t max) {
+  Note(name, FormatBytes(fallback));
+  auto v = Optional(name);
+  if (!v) return fallback;
+  auto b = ParseBytes(*v);
+  if (!b) {
+    Fail(name, "'" + *v + "' is not a size (a number of bytes, or a number and KiB, MiB or GiB)");
+    return fallback;
+  }
+  if (*b < min || *b > max) {
+    Fail(name, "'" + *v + "' is outside " + FormatBytes(min) + ".." + FormatBytes(max));
+    return fallback;
+  }
+  return *b;
+}
+
 TopologyConfig ReadTopologyConfig(ConfigReader& r) {
   using std::chrono::hours;
   using std::chrono::seconds;
@@ -320,6 +365,14 @@ TopologyConfig ReadTopologyConfig(ConfigReader& r) {
   t.lock_ttl = r.Duration("LOCK_TTL", t.lock_ttl, seconds(2), hours(1));
   t.visit_state_ttl = r.Duration("VISIT_STATE_TTL", t.visit_state_ttl, seconds(1), hours(24 * 30));
   t.stored_ids_ttl = r.Duration("STORED_IDS_TTL", t.stored_ids_ttl, seconds(1), hours(24 * 365));
+  // Sizes: at least 64 KiB (a test fills a stream of 256 KiB), at most 16 TiB.
+  constexpr int64_t kMin = int64_t{64} << 10, kMax = int64_t{16} << 40;
+  t.web_events_max_bytes = r.Bytes("WEB_EVENTS_MAX_BYTES", t.web_events_max_bytes, kMin, kMax);
+  t.api_metrics_max_bytes = r.Bytes("API_METRICS_MAX_BYTES", t.api_metrics_max_bytes, kMin, kMax);
+  t.web_dlq_max_bytes = r.Bytes("WEB_DLQ_MAX_BYTES", t.web_dlq_max_bytes, kMin, kMax);
+  t.api_dlq_max_bytes = r.Bytes("API_DLQ_MAX_BYTES", t.api_dlq_max_bytes, kMin, kMax);
+  t.visit_state_max_bytes = r.Bytes("VISIT_STATE_MAX_BYTES", t.visit_state_max_bytes, kMin, kMax);
+  t.stored_ids_max_bytes = r.Bytes("STORED_IDS_MAX_BYTES", t.stored_ids_max_bytes, kMin, kMax);
   if (t.stored_ids_ttl <= t.web_events_max_age) {
     r.Fail("STORED_IDS_TTL", "must be longer than WEB_EVENTS_MAX_AGE (" +
                                  FormatDuration(t.web_events_max_age) +

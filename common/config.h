@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,6 +29,12 @@ class ConfigError : public std::runtime_error {
 std::optional<Millis> ParseDuration(const std::string& text);
 std::string FormatDuration(Millis d);
 
+// A size: a number of bytes, or a number followed by B, KiB, MiB or GiB ("64MiB"). nullopt when
+// it is neither (or overflows).
+std::optional<int64_t> ParseBytes(std::string_view text);
+// The largest of GiB, MiB, KiB that divides the size, else bytes: "4GiB", "1536KiB", "1000".
+std::string FormatBytes(int64_t bytes);
+
 class ConfigReader {
  public:
   explicit ConfigReader(std::map<std::string, std::string> env);
@@ -37,6 +44,8 @@ class ConfigReader {
   std::optional<std::string> Optional(const std::string& name);
   int64_t Int(const std::string& name, int64_t fallback, int64_t min, int64_t max);
   Millis Duration(const std::string& name, Millis fallback, Millis min, Millis max);
+  // A size (ParseBytes) between min and max; the default is shown as FormatBytes(fallback).
+  int64_t Bytes(const std::string& name, int64_t fallback, int64_t min, int64_t max);
   std::string OneOf(const std::string& name, const std::string& fallback,
                     const std::vector<std::string>& allowed);
   // A comma list of URLs, each with one of the schemes and a host:port. A URL with user info
@@ -109,6 +118,15 @@ struct TopologyConfig {
   Millis lock_ttl = std::chrono::seconds(15);
   Millis visit_state_ttl = std::chrono::hours(24);
   Millis stored_ids_ttl = std::chrono::hours(96);
+  // Storage limits (bytes per replica; docs/contract.md §2, "Storage limits"). The work queues
+  // and the DLQs refuse a publish when full (discard new); so do the buckets. The defaults
+  // reserve 12.5 GiB plus the fixed buckets' 129 MiB per replica (topology::ReservedBytes).
+  int64_t web_events_max_bytes = int64_t{4} << 30;
+  int64_t api_metrics_max_bytes = int64_t{4} << 30;
+  int64_t web_dlq_max_bytes = int64_t{1} << 30;
+  int64_t api_dlq_max_bytes = int64_t{1} << 30;
+  int64_t visit_state_max_bytes = int64_t{512} << 20;
+  int64_t stored_ids_max_bytes = int64_t{2} << 30;
 };
 
 TopologyConfig ReadTopologyConfig(ConfigReader& r);

@@ -168,8 +168,13 @@ void AsyncPublisher::OnAnswer(natsMsg* msg) {
     PubAnswer a = ReadPubAnswer(
         std::string_view(natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg))));
     if (a.kind == PubAnswer::Kind::kRefused) {
-      st = NatsError(NATS_ERR, "async publish (" + a.description + ")",
-                     static_cast<jsErrCode>(a.err_code));
+      // 10077: the stream is at its max_bytes and refuses new messages (discard new). Said in
+      // words, since it is the publisher's to act on (docs/contract.md §2, storage limits).
+      const std::string why = a.err_code == 10077
+                                  ? "async publish refused, the stream is full: " + a.description +
+                                        "; it takes messages again once its consumer removes some"
+                                  : "async publish (" + a.description + ")";
+      st = NatsError(NATS_ERR, why, static_cast<jsErrCode>(a.err_code));
     } else if (a.kind == PubAnswer::Kind::kUnreadable) {
       // Whether the stream stored it is unknown: the caller publishes again (idempotent).
       st = Error::Retryable("async publish: " + a.description);

@@ -35,7 +35,7 @@ const char* ActionName(StreamPlan::Action a) {
 namespace {
 
 StreamSettings Stream(std::string name, std::string subject, Retention retention, Millis max_age,
-                      const TopologyConfig& c, bool allow_direct) {
+                      int64_t max_bytes, const TopologyConfig& c, bool allow_direct) {
   StreamSettings s;
   s.name = std::move(name);
   s.subjects = {std::move(subject)};
@@ -44,10 +44,16 @@ StreamSettings Stream(std::string name, std::string subject, Retention retention
   s.max_age = max_age;
   s.duplicate_window = c.duplicate_window;
   s.allow_direct = allow_direct;
+  // Full: the publisher is refused. A work queue never drops a message nobody has stored, a DLQ
+  // never drops a dead letter (the service keeps the message and retries its dead-letter
+  // publish, DLQPublishFailing fires).
+  s.max_bytes = max_bytes;
+  s.discard = Discard::kNew;
   return s;
 }
 
-StreamSettings Bucket(const std::string& bucket, Millis ttl, const TopologyConfig& c) {
+StreamSettings Bucket(const std::string& bucket, Millis ttl, int64_t max_bytes,
+                      const TopologyConfig& c) {
   StreamSettings s;
   s.name = "KV_" + bucket;
   s.bucket = bucket;
@@ -59,6 +65,9 @@ StreamSettings Bucket(const std::string& bucket, Millis ttl, const TopologyConfi
   s.duplicate_window = std::min<Millis>(ttl, std::chrono::minutes(2));
   s.max_msgs_per_subject = 1;
   s.allow_direct = true;
+  // A full bucket refuses a new key rather than drop another (as nats.c creates buckets).
+  s.max_bytes = max_bytes;
+  s.discard = Discard::kNew;
   return s;
 }
 
@@ -77,19 +86,19 @@ int64_t WorkQueueMaxMsgSize(int64_t max_payload) {
 std::vector<StreamSettings> Desired(const TopologyConfig& c, int64_t max_payload) {
   std::vector<StreamSettings> all = {
       Stream(kWebEvents, std::string(kWebEventsSubjectPrefix) + "*", Retention::kWorkQueue,
-             c.web_events_max_age, c, false),
+             c.web_events_max_age, c.web_events_max_bytes, c, false),
       Stream(kApiMetrics, std::string(kApiMetricsSubjectPrefix) + "*", Retention::kWorkQueue,
-             c.api_metrics_max_age, c, false),
+             c.api_metrics_max_age, c.api_metrics_max_bytes, c, false),
       // DLQs are browsed by list/replay without consuming them: direct get keeps that cheap.
       Stream(kWebDlq, std::string(kWebDlqSubjectPrefix) + "*", Retention::kLimits,
-             c.web_dlq_max_age, c, true),
+             c.web_dlq_max_age, c.web_dlq_max_bytes, c, true),
       Stream(kApiDlq, std::string(kApiDlqSubjectPrefix) + "*", Retention::kLimits,
-             c.api_dlq_max_age, c, true),
-      Bucket(kLocksBucket, c.lock_ttl, c),
-      Bucket(kVisitStateBucket, c.visit_state_ttl, c),
-      Bucket(kStoredIdsBucket, c.stored_ids_ttl, c),
-      Bucket(kDlqTasksBucket, std::chrono::hours(24 * 30), c),
-      Bucket(kCrashGuardBucket, std::chrono::hours(24), c),
+             c.api_dlq_max_age, c.api_dlq_max_bytes, c, true),
+      Bucket(kLocksBucket, c.lock_ttl, kLocksMaxBytes, c),
+      Bucket(kVisitStateBucket, c.visit_state_ttl, c.visit_state_max_bytes, c),
+      Bucket(kStoredIdsBucket, c.stored_ids_ttl, c.stored_ids_max_bytes, c),
+      Bucket(kDlqTasksBucket, std::chrono::hours(24 * 30), kDlqTasksMaxBytes, c),
+      Bucket(kCrashGuardBucket, std::chrono::hours(24), kCrashGuardMaxBytes, c),
   };
   if (max_payload > 0) {
     for (auto& s : all) {
@@ -99,7 +108,18 @@ std::vector<StreamSettings> Desired(const TopologyConfig& c, int64_t max_payload
   return all;
 }
 
-StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSettings>& have) {
+int64_t ReservedBytes(const std::vector<StreamSettings>& all) {
+  int64_t sum = 0;
+  for (const auto& s : all) sum += s.max_bytes > 0 ? s.max_bytes : 0;
+  return sum;
+}
+
+bool LowersMaxBytes(const StreamSettings& want, const StreamSettings& have) {
+  return want.max_bytes > 0 && (have.max_bytes <= 0 || want.max_bytes < have.max_bytes);
+}
+
+StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSettings>& have,
+                      int64_t held_bytes) {
   using A = StreamPlan::Action;
   StreamPlan plan;
   if (!have) {
@@ -126,6 +146,12 @@ StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSett
   if (foreign) {
     conflicts.push_back("subjects are " + Join(have_subjects) + ", expected " +
                         Join(want_subjects));
+  }
+  if (LowersMaxBytes(want, *have) && held_bytes > want.max_bytes) {
+    conflicts.push_back("max bytes " + FormatBytes(want.max_bytes) + " is below the " +
+                        std::to_string(held_bytes) +
+                        " bytes it holds: JetStream would delete its oldest messages to fit (let "
+                        "it drain below the limit, or raise the limit)");
   }
   if (!conflicts.empty()) {
     plan.action = A::kConflict;
@@ -156,6 +182,15 @@ StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSett
     auto size = [](int64_t v) { return v < 0 ? std::string("unlimited") : std::to_string(v); };
     plan.changes.push_back("max message size " + size(have->max_msg_size) + " -> " +
                            size(want.max_msg_size));
+  }
+  if (have->max_bytes != want.max_bytes) {
+    auto size = [](int64_t v) { return v < 0 ? std::string("unlimited") : FormatBytes(v); };
+    plan.changes.push_back("max bytes " + size(have->max_bytes) + " -> " + size(want.max_bytes));
+  }
+  if (have->discard != want.discard) {
+    auto name = [](Discard d) { return d == Discard::kNew ? "new (refuse)" : "old (drop oldest)"; };
+    plan.changes.push_back(std::string("when full, discard ") + name(have->discard) + " -> " +
+                           name(want.discard));
   }
   if (have->allow_rollup != want.allow_rollup) {
     plan.changes.push_back(std::string("rollup headers ") +

@@ -29,8 +29,19 @@ inline constexpr const char* kDlqTasksBucket = "dlq_tasks";
 // The crash-loop guard's markers (common/crash_guard.h), kept a day.
 inline constexpr const char* kCrashGuardBucket = "crash_guard";
 
+// Storage limits of the buckets no variable sizes (bytes per replica): `locks` holds two keys,
+// `crash_guard` a marker per message being redelivered, `dlq_tasks` a record per redrive task.
+inline constexpr int64_t kLocksMaxBytes = int64_t{1} << 20;
+inline constexpr int64_t kCrashGuardMaxBytes = int64_t{64} << 20;
+inline constexpr int64_t kDlqTasksMaxBytes = int64_t{64} << 20;
+
 enum class Retention { kLimits, kWorkQueue, kInterest };
 const char* RetentionName(Retention r);
+
+// What a full stream does with a new message: refuse it (kNew: the publisher gets "maximum bytes
+// exceeded", nothing stored is lost) or make room by dropping the oldest (kOld, JetStream's
+// default).
+enum class Discard { kOld, kNew };
 
 struct StreamSettings {
   std::string name;                   // the stream name (KV_<bucket> for a bucket)
@@ -44,6 +55,8 @@ struct StreamSettings {
   int64_t max_msgs_per_subject = -1;  // KV history
   bool allow_direct = false;
   int64_t max_msg_size = -1;  // headers + payload, bytes; -1: the server's max payload
+  int64_t max_bytes = -1;     // the stream's storage limit per replica; -1: unlimited
+  Discard discard = Discard::kOld;
   // Whether a publish may carry Nats-Rollup (which purges the subject or the whole stream).
   // Never: nothing of ours purges, and a bucket nats.c creates allows it, so a user allowed to
   // write one key could empty the bucket (`locks`: every lease) with one publish.
@@ -56,6 +69,10 @@ struct StreamSettings {
 // is published; the others are unlimited (the max payload bounds them).
 std::vector<StreamSettings> Desired(const TopologyConfig& config, int64_t max_payload = 0);
 
+// The bytes the streams and buckets of `all` reserve per replica (their max_bytes summed): the
+// JetStream account needs at least this times the replicas (docs/contract.md §2).
+int64_t ReservedBytes(const std::vector<StreamSettings>& all);
+
 // The max payload less the room the DLQ copy's headers need (dead_letter::kHeaderRoom); 0 when
 // the max payload is too small to leave any.
 int64_t WorkQueueMaxMsgSize(int64_t max_payload);
@@ -67,8 +84,15 @@ struct StreamPlan {
 };
 
 // What to do to turn `have` (nullopt: absent) into `want`. A difference JetStream cannot apply in
-// place (retention, storage, foreign subjects) is a conflict: reported, never recreated.
-StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSettings>& have);
+// place (retention, storage, foreign subjects) is a conflict: reported, never recreated. So is a
+// max_bytes below `held_bytes`, the bytes the stream holds now: JetStream would delete its
+// oldest messages to fit the new limit.
+StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSettings>& have,
+                      int64_t held_bytes = 0);
+
+// Whether applying `want` over `have` would set a byte limit (new or lower) that the stream's
+// current bytes may exceed: init then reads what it holds before planning.
+bool LowersMaxBytes(const StreamSettings& want, const StreamSettings& have);
 
 const char* ActionName(StreamPlan::Action a);
 

@@ -1,30 +1,10 @@
 #include "metricswriter/config.h"
 
-#include <charconv>
-#include <limits>
-
 #include "common/topology.h"
 
 namespace mw {
 
-std::optional<int64_t> ParseBytes(std::string_view text) {
-  int64_t n = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc() || end == text.data() || n < 0) return std::nullopt;
-  const std::string_view unit(end, static_cast<size_t>(text.data() + text.size() - end));
-  int shift = 0;
-  if (unit == "KiB") {
-    shift = 10;
-  } else if (unit == "MiB") {
-    shift = 20;
-  } else if (unit == "GiB") {
-    shift = 30;
-  } else if (!unit.empty() && unit != "B") {
-    return std::nullopt;
-  }
-  if (n > (std::numeric_limits<int64_t>::max() >> shift)) return std::nullopt;
-  return n << shift;
-}
+std::optional<int64_t> ParseBytes(std::string_view text) { return common::ParseBytes(text); }
 
 WriterOptions ReadWriterOptions(common::ConfigReader& r) {
   using std::chrono::hours;

@@ -39,6 +39,7 @@ struct StreamReading {
   uint64_t last_seq = 0;
   int64_t first_ns = 0;     // timestamp of the oldest held message (meaningless when messages == 0)
   bool work_queue = false;  // retention: an acked message is removed
+  int64_t max_bytes = -1;   // the stream's storage limit per replica; -1: unlimited
   std::vector<ConsumerReading> consumers;
 };
 

@@ -41,6 +41,10 @@ StreamGauges::StreamGauges(common::metrics::Registry& r)
                            H("Messages held by the stream (pending and unacked together)."),
                            kStream)),
       bytes_(r.AddGauge("jetstream_stream_bytes", H("Bytes held by the stream."), kStream)),
+      max_bytes_(r.AddGauge("jetstream_stream_max_bytes",
+                            H("The stream's storage limit, bytes (-1: unlimited). Full, a stream "
+                              "of ours refuses a publish (discard new)."),
+                            kStream)),
       first_seq_(r.AddGauge("jetstream_stream_first_seq", H("Sequence of the oldest message held."),
                             kStream)),
       last_seq_(r.AddGauge("jetstream_stream_last_seq",
@@ -107,7 +111,7 @@ StreamGauges::StreamGauges(common::metrics::Registry& r)
                                   "Failed readings of JetStream. Counts since this process "
                                   "started (resets on restart).")
                          .Get()) {
-  for (auto* f : {&messages_, &bytes_, &first_seq_, &last_seq_, &removed_, &oldest_ts_,
+  for (auto* f : {&messages_, &bytes_, &max_bytes_, &first_seq_, &last_seq_, &removed_, &oldest_ts_,
                   &oldest_age_, &consumer_count_, &left_behind_})
     all_.emplace_back(f, false);
   for (auto* f : {&pending_, &unacked_, &max_ack_pending_, &redelivered_, &delivered_seq_,
@@ -134,6 +138,7 @@ void StreamGauges::Record(const std::vector<StreamReading>& readings, double rea
     }
     messages_.With(s).Set(static_cast<double>(r.messages));
     bytes_.With(s).Set(static_cast<double>(r.bytes));
+    max_bytes_.With(s).Set(static_cast<double>(r.max_bytes));
     first_seq_.With(s).Set(static_cast<double>(r.first_seq));
     last_seq_.With(s).Set(static_cast<double>(r.last_seq));
     removed_.With(s).Set(r.last_seq > r.messages ? static_cast<double>(r.last_seq - r.messages)

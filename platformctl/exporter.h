@@ -59,6 +59,7 @@ class StreamGauges {
 
   common::metrics::Family<common::metrics::Gauge>& messages_;
   common::metrics::Family<common::metrics::Gauge>& bytes_;
+  common::metrics::Family<common::metrics::Gauge>& max_bytes_;
   common::metrics::Family<common::metrics::Gauge>& first_seq_;
   common::metrics::Family<common::metrics::Gauge>& last_seq_;
   common::metrics::Family<common::metrics::Gauge>& removed_;

@@ -1,11 +1,29 @@
 #include "platformctl/init.h"
 
+#include <cstdio>
+
 #include "common/dead_letter.h"
 #include "platformctl/nats_admin.h"
 
 namespace platformctl {
 
 using common::topology::StreamPlan;
+
+namespace {
+
+// 13557039104 -> "12.63GiB"; an exact unit stays exact ("4GiB").
+std::string Human(int64_t bytes) {
+  const std::string exact = common::FormatBytes(bytes);
+  if (bytes < (int64_t{1} << 20) || exact.find("GiB") != std::string::npos) return exact;
+  const bool gib = bytes >= (int64_t{1} << 30);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f%s",
+                static_cast<double>(bytes) / static_cast<double>(int64_t{1} << (gib ? 30 : 20)),
+                gib ? "GiB" : "MiB");
+  return buf;
+}
+
+}  // namespace
 
 bool InitReport::changed() const {
   for (const auto& l : lines) {
@@ -37,7 +55,10 @@ InitReport Init(common::NatsClient& client, const common::TopologyConfig& config
                    " bytes of dead-letter headers: raise max_payload in its configuration";
     return report;
   }
-  for (const auto& want : common::topology::Desired(config, report.max_payload)) {
+  const auto desired = common::topology::Desired(config, report.max_payload);
+  report.reserved_bytes = common::topology::ReservedBytes(desired);
+  report.replicas = config.replicas;
+  for (const auto& want : desired) {
     InitLine line;
     line.name = want.bucket.empty() ? want.name : "KV " + want.bucket;
     auto have = platformctl::nats_admin::ReadSettings(client, want.name);
@@ -46,7 +67,18 @@ InitReport Init(common::NatsClient& client, const common::TopologyConfig& config
       report.lines.push_back(std::move(line));
       continue;
     }
-    line.plan = common::topology::PlanStream(want, *have);
+    int64_t held_bytes = 0;
+    if (*have && common::topology::LowersMaxBytes(want, **have)) {
+      // A limit below what the stream holds would make JetStream delete its oldest messages.
+      auto state = platformctl::nats_admin::ReadState(client, want.name);
+      if (!state) {
+        line.error = state.error().message;
+        report.lines.push_back(std::move(line));
+        continue;
+      }
+      held_bytes = static_cast<int64_t>(state->bytes);
+    }
+    line.plan = common::topology::PlanStream(want, *have, held_bytes);
     if (!dry_run) {
       common::Status s;
       if (line.plan.action == StreamPlan::Action::kCreate)
@@ -69,10 +101,21 @@ void PrintInit(const InitReport& report, bool dry_run, std::ostream& out) {
       << "): work-queue streams take messages up to " << report.work_queue_max_size
       << " bytes, leaving " << common::dead_letter::kHeaderRoom
       << " for the headers of their dead-letter copy\n";
+  const int64_t all_replicas = report.reserved_bytes * report.replicas;
+  out << "storage limits reserve " << report.reserved_bytes << " bytes ("
+      << Human(report.reserved_bytes) << ") per replica, " << all_replicas << " ("
+      << Human(all_replicas) << ") with " << report.replicas << " replica"
+      << (report.replicas == 1 ? "" : "s")
+      << ": the JetStream account's max_file must be at least that\n";
   for (const auto& l : report.lines) {
     out << l.name << ": ";
     if (!l.error.empty()) {
-      out << "FAILED: " << l.error << "\n";
+      out << "FAILED: " << l.error;
+      if (l.error.find("insufficient storage") != std::string::npos) {
+        out << " (the account's or a server's JetStream storage is smaller than the limits "
+               "above reserve)";
+      }
+      out << "\n";
       continue;
     }
     if (dry_run && l.plan.action == StreamPlan::Action::kCreate)

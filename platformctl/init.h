@@ -23,7 +23,9 @@ struct InitReport {
   int64_t max_payload = 0;          // of the server init talked to (its INFO)
   std::string server;               // that server's URL
   int64_t work_queue_max_size = 0;  // the work-queue streams' max_msg_size
-  std::string error;                // init could not start (the max payload leaves no room)
+  int64_t reserved_bytes = 0;       // the storage limits summed, per replica
+  int replicas = 1;
+  std::string error;  // init could not start (the max payload leaves no room)
   std::vector<InitLine> lines;
   bool changed() const;
   bool failed() const;  // a conflict or an error

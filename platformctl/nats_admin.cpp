@@ -118,6 +118,10 @@ backlog::StreamReading StateOf(const std::string& stream, const nlohmann::json& 
   r.first_ns = TimeNs(st, "first_ts");
   r.work_queue = info.contains("config") && info["config"].is_object() &&
                  Str(info["config"], "retention") == "workqueue";
+  if (info.contains("config") && info["config"].is_object()) {
+    const int64_t max_bytes = I64(info["config"], "max_bytes");
+    r.max_bytes = max_bytes > 0 ? max_bytes : -1;
+  }
   return r;
 }
 
@@ -171,6 +175,9 @@ StreamSettings FromConfig(const jsStreamConfig& c) {
   s.allow_direct = c.AllowDirect;
   s.allow_rollup = c.AllowRollup;
   s.max_msg_size = c.MaxMsgSize <= 0 ? -1 : c.MaxMsgSize;
+  s.max_bytes = c.MaxBytes <= 0 ? -1 : c.MaxBytes;
+  s.discard = c.Discard == js_DiscardNew ? common::topology::Discard::kNew
+                                         : common::topology::Discard::kOld;
   if (s.name.rfind("KV_", 0) == 0) s.bucket = s.name.substr(3);
   return s;
 }
@@ -188,6 +195,8 @@ void ApplyTo(const StreamSettings& want, jsStreamConfig& c, std::vector<const ch
   c.AllowDirect = want.allow_direct;
   c.AllowRollup = want.allow_rollup;
   c.MaxMsgSize = static_cast<int32_t>(want.max_msg_size);
+  c.MaxBytes = want.max_bytes;
+  c.Discard = want.discard == common::topology::Discard::kNew ? js_DiscardNew : js_DiscardOld;
 }
 
 }  // namespace
@@ -231,6 +240,8 @@ Status Create(NatsClient& client, const StreamSettings& want) {
     kc.TTL = want.max_age.count() * kNsPerMs;
     kc.Replicas = want.replicas;
     kc.StorageType = want.file_storage ? js_FileStorage : js_MemoryStorage;
+    // Set at creation: an account with max_bytes_required refuses a stream without a limit.
+    kc.MaxBytes = want.max_bytes;
     kvStore* raw = nullptr;
     natsStatus s = js_CreateKeyValue(&raw, client.js(), &kc);
     std::unique_ptr<kvStore, KvDeleter> kv(raw);

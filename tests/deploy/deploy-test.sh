@@ -196,6 +196,14 @@ all:
     core_umami_database_url: "postgresql://postgres@127.0.0.1:$PG_PORT/umami"
     core_umami_app_secret: test-secret-$RANDOM
     core_exporter_interval: 1s
+    # WEB_EVENTS small enough for the fill test (fill-checks.sh) to fill it in a second.
+    core_stream_limits_env:
+      WEB_EVENTS_MAX_BYTES: 256KiB
+      API_METRICS_MAX_BYTES: 40GiB
+      WEB_DLQ_MAX_BYTES: 10GiB
+      API_DLQ_MAX_BYTES: 10GiB
+      VISIT_STATE_MAX_BYTES: 4GiB
+      STORED_IDS_MAX_BYTES: 16GiB
     monitoring_scrape_interval: 1s
     monitoring_scrape_timeout: 1s
     monitoring_evaluation_interval: 1s
@@ -285,6 +293,8 @@ need_render() {
 source "$here/render-checks.sh"
 # shellcheck source=stack-checks.sh
 source "$here/stack-checks.sh"
+# shellcheck source=fill-checks.sh
+source "$here/fill-checks.sh"
 # shellcheck source=reply-checks.sh
 source "$here/reply-checks.sh"
 

@@ -18,6 +18,7 @@ StreamReading Web(int64_t read_at_s, uint64_t messages, uint64_t last_seq) {
   r.read_at_ns = read_at_s * kSecond;
   r.messages = messages;
   r.bytes = messages * 100;
+  r.max_bytes = 256 * 1024;
   r.last_seq = last_seq;
   r.first_seq = last_seq - messages + 1;
   r.first_ns = (read_at_s - 90) * kSecond;  // the oldest held message is 90 s old
@@ -50,6 +51,10 @@ TEST_CASE("a reading becomes stream and consumer gauges, pending and unacked apa
   std::string out = registry.Expose();
   CHECK(Has(out, "jetstream_stream_messages{stream=\"WEB_EVENTS\"} 10"));
   CHECK(Has(out, "jetstream_stream_last_seq{stream=\"WEB_EVENTS\"} 50"));
+  // The storage limit beside the bytes held (StreamNearlyFull divides them); -1: unlimited.
+  CHECK(Has(out, "jetstream_stream_bytes{stream=\"WEB_EVENTS\"} 1000"));
+  CHECK(Has(out, "jetstream_stream_max_bytes{stream=\"WEB_EVENTS\"} 262144"));
+  CHECK(Has(out, "jetstream_stream_max_bytes{stream=\"WEB_DLQ\"} -1"));
   CHECK(Has(out, "jetstream_stream_removed_messages{stream=\"WEB_EVENTS\"} 40"));
   CHECK(Has(out, "jetstream_stream_first_seq{stream=\"WEB_EVENTS\"} 41"));
   CHECK(Has(out, "jetstream_stream_oldest_message_age_seconds{stream=\"WEB_EVENTS\"} 90"));

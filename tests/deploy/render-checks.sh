@@ -222,7 +222,8 @@ prometheus_checks() {
     grep -q '127.0.0.1:$EXPORTER_PORT' '$p/prometheus.yml'"
   check "every alert of docs/contract.md §7 is defined" bash -c "
     for a in QueueOldestMessageTooOld ReplayerLagHigh MetricsWriterLagHigh ReplayerNotConsuming \
-             MetricsWriterNotConsuming DLQNotEmpty DLQPublishFailing UmamiHeartbeatFailing; do
+             MetricsWriterNotConsuming DLQNotEmpty DLQPublishFailing StreamNearlyFull \
+             UmamiHeartbeatFailing; do
       grep -q \"alert: \$a\$\" '$p/core-alerts.yml' || { echo \"missing \$a\"; exit 1; }; done"
   cp "$here/alerts_test.yml" "$p/alerts_test.yml"
   check "promtool test rules: each alert fires on its series and stays quiet on healthy ones" \
@@ -333,6 +334,7 @@ render_checks() {
   secret_checks
   compose_checks
   nats_checks
+  limits_checks
   prometheus_checks
   dockerfile_checks
 }

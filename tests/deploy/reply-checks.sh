@@ -52,7 +52,7 @@ settled_diff() {
 reply_checks() {
   log "reply subjects naming protected subjects (nats_probe reply), on each node"
   # Nothing else writes meanwhile.
-  stop replayer; stop metricswriter; stop exporter
+  stop replayer; stop replayer-after-fill; stop metricswriter; stop exporter
   local -a protected=(
     '$KV.locks.replayer' '$KV.locks.metricswriter' '$KV.crash_guard.replayer.1'
     '$KV.crash_guard.metricswriter.1' '$KV.visit_state.probe' '$KV.replayer_stored.probe'

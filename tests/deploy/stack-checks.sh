@@ -33,6 +33,11 @@ stop() {
   kill -TERM "$p" 2>/dev/null || true
   wait "$p" 2>/dev/null || true
   unset "pid_of[$1]"
+  # Out of `pids`: the cleanup must not signal whatever takes the number later.
+  local -a alive=()
+  local q
+  for q in "${pids[@]}"; do [[ $q == "$p" ]] || alive+=("$q"); done
+  pids=("${alive[@]}")
 }
 
 # as USER COMMAND...: runs a short command as that NATS user with its rendered identity (the
@@ -424,5 +429,6 @@ stack_checks() {
   job_checks
   refusal_checks
   prometheus_scrape_checks
+  fill_checks
   reply_checks
 }

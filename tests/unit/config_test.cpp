@@ -40,6 +40,33 @@ TEST_CASE("defaults apply when nothing is set", "[config]") {
   CHECK(t.web_events_max_age == std::chrono::hours(72));
   CHECK(t.web_dlq_max_age == std::chrono::hours(24 * 7));
   CHECK(t.api_dlq_max_age == std::chrono::hours(24 * 30));
+  CHECK(t.web_events_max_bytes == int64_t{4} << 30);
+  CHECK(t.web_dlq_max_bytes == int64_t{1} << 30);
+  CHECK(t.stored_ids_max_bytes == int64_t{2} << 30);
+}
+
+TEST_CASE("storage limits read sizes with units and name a bad one", "[config]") {
+  ConfigReader r({{"WEB_EVENTS_MAX_BYTES", "256KiB"},
+                  {"API_METRICS_MAX_BYTES", "10GiB"},
+                  {"WEB_DLQ_MAX_BYTES", "1073741824"},
+                  {"VISIT_STATE_MAX_BYTES", "1KiB"},
+                  {"STORED_IDS_MAX_BYTES", "2GB"}});
+  auto t = common::ReadTopologyConfig(r);
+  CHECK(t.web_events_max_bytes == 256 << 10);
+  CHECK(t.api_metrics_max_bytes == int64_t{10} << 30);
+  CHECK(t.web_dlq_max_bytes == int64_t{1} << 30);
+  try {
+    r.Finish();
+    FAIL("Finish() should have thrown");
+  } catch (const ConfigError& e) {
+    std::string msg = e.what();
+    CHECK(msg.find("VISIT_STATE_MAX_BYTES: '1KiB' is outside 64KiB..16384GiB") !=
+          std::string::npos);
+    CHECK(msg.find("STORED_IDS_MAX_BYTES: '2GB' is not a size") != std::string::npos);
+  }
+  CHECK(common::FormatBytes(int64_t{4} << 30) == "4GiB");
+  CHECK(common::FormatBytes(1536 << 10) == "1536KiB");
+  CHECK(common::FormatBytes(1000) == "1000");
 }
 
 TEST_CASE("every bad variable is named in one start-up error", "[config]") {

@@ -141,3 +141,73 @@ TEST_CASE("the work-queue streams leave the DLQ headers room below the max paylo
   CHECK(PlanStream(dlq, have).changes ==
         std::vector<std::string>{"max message size 1024 -> unlimited"});
 }
+
+TEST_CASE("storage limits: every stream and bucket has one, and refuses when full", "[topology]") {
+  common::TopologyConfig c;
+  c.web_events_max_bytes = 256 << 10;
+  c.api_metrics_max_bytes = int64_t{3} << 30;
+  c.web_dlq_max_bytes = int64_t{1} << 30;
+  c.api_dlq_max_bytes = int64_t{2} << 30;
+  c.visit_state_max_bytes = int64_t{100} << 20;
+  c.stored_ids_max_bytes = int64_t{5} << 30;
+  auto all = Desired(c);
+  CHECK(Find(all, "WEB_EVENTS").max_bytes == 256 << 10);
+  CHECK(Find(all, "API_METRICS").max_bytes == int64_t{3} << 30);
+  CHECK(Find(all, "WEB_DLQ").max_bytes == int64_t{1} << 30);
+  CHECK(Find(all, "API_DLQ").max_bytes == int64_t{2} << 30);
+  CHECK(Find(all, "KV_visit_state").max_bytes == int64_t{100} << 20);
+  CHECK(Find(all, "KV_replayer_stored").max_bytes == int64_t{5} << 30);
+  CHECK(Find(all, "KV_locks").max_bytes == kLocksMaxBytes);
+  CHECK(Find(all, "KV_dlq_tasks").max_bytes == kDlqTasksMaxBytes);
+  CHECK(Find(all, "KV_crash_guard").max_bytes == kCrashGuardMaxBytes);
+  // A full work queue refuses the edge (nothing stored is lost), a full DLQ the service's
+  // dead-letter publish (never an older dead letter dropped), a full bucket a new key.
+  for (const auto& s : all) {
+    CHECK(s.max_bytes > 0);
+    CHECK(s.discard == Discard::kNew);
+  }
+  CHECK(ReservedBytes(all) == (256 << 10) + (int64_t{11} << 30) + (int64_t{100} << 20) +
+                                  kLocksMaxBytes + kDlqTasksMaxBytes + kCrashGuardMaxBytes);
+  // The defaults: 12.5 GiB of streams and traffic buckets and 129 MiB of fixed buckets.
+  CHECK(ReservedBytes(Desired(common::TopologyConfig{})) ==
+        (int64_t{25} << 29) + (int64_t{129} << 20));
+}
+
+TEST_CASE("plan: a stream without its limit is updated, and says so", "[topology]") {
+  auto want = Find(Desired(common::TopologyConfig{}), "WEB_EVENTS");
+  auto have = want;
+  have.max_bytes = -1;
+  have.discard = Discard::kOld;
+  auto plan = PlanStream(want, have);
+  CHECK(plan.action == A::kUpdate);
+  REQUIRE(plan.changes.size() == 2);
+  CHECK(plan.changes[0] == "max bytes unlimited -> 4GiB");
+  CHECK(plan.changes[1] == "when full, discard old (drop oldest) -> new (refuse)");
+  have = want;
+  have.max_bytes = int64_t{1} << 30;
+  plan = PlanStream(want, have);
+  REQUIRE(plan.changes.size() == 1);
+  CHECK(plan.changes[0] == "max bytes 1GiB -> 4GiB");
+}
+
+TEST_CASE("plan: a limit below what the stream holds is a conflict, never applied", "[topology]") {
+  auto want = Find(Desired(common::TopologyConfig{}), "WEB_EVENTS");  // 4GiB
+  auto have = want;
+  have.max_bytes = -1;
+  CHECK(LowersMaxBytes(want, have));
+  const int64_t held = (int64_t{5} << 30) + 7;
+  auto plan = PlanStream(want, have, held);
+  CHECK(plan.action == A::kConflict);
+  REQUIRE(plan.changes.size() == 1);
+  CHECK(plan.changes[0] ==
+        "max bytes 4GiB is below the " + std::to_string(held) +
+            " bytes it holds: JetStream would delete its oldest messages to fit (let it drain "
+            "below the limit, or raise the limit)");
+  // Holding less, it is an update; raising a limit never needs the reading.
+  CHECK(PlanStream(want, have, int64_t{1} << 30).action == A::kUpdate);
+  have.max_bytes = int64_t{2} << 30;
+  CHECK_FALSE(LowersMaxBytes(want, have));
+  CHECK(PlanStream(want, have).action == A::kUpdate);
+  have.max_bytes = int64_t{8} << 30;
+  CHECK(LowersMaxBytes(want, have));
+}
