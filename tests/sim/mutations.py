@@ -6,7 +6,8 @@ in the replayer's engine core, and checks that the simulation fails on each.
 
 For each mutation: a scratch worktree of HEAD (git worktree, under a temporary directory unless
 --keep names one), the change applied to its sources, replayer_sim built there (RelWithDebInfo),
-then `--scenarios 2000 --minutes 10` and, if those pass, `--matrix write-fault`. The checkout you
+then `--scenarios 2000 --minutes 10` (with the mutation's own flags, if it has any) and, if
+those pass, `--matrix write-fault`. The checkout you
 run it from is never changed. Exit 0 when every mutation was caught; 1 otherwise, or when a
 mutation's text is no longer in the source (the engine changed: update the mutation).
 Takes about 3 minutes per mutation on 2 cores (the first build longer). Not part of CI.
@@ -18,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-# (what it puts back, file, text that must occur exactly once, replacement)
+# (what it puts back, [(file, text that must occur exactly once, replacement)], [sim flags])
 MUTATIONS = [
     ("a redelivery adopted with ++held_count (counted twice)",
      [("replayer/engine_core.cpp",
@@ -55,6 +56,13 @@ MUTATIONS = [
      [("replayer/engine_core_send.cpp",
        "  return !guard_writes.empty() && now - guard_writes.front().since >= kGuardSlow;\n",
        "  return false;\n")]),
+    ("an answer about the site judged as any failure (no unknown-site rule; issue 36)",
+     [("replayer/engine_core_site.cpp", "  if (h.about == AnswerAbout::kSite) {",
+       "  if (false) {")],
+     ["--unknown-site", "--scenarios", "200"]),
+    ("a validation refusal counted toward the write-fault rule (issue 36)",
+     [("replayer/engine_core_send.cpp", "  bool about_event = h.about == AnswerAbout::kEvent;",
+       "  bool about_event = false;")]),
 ]
 
 
@@ -85,7 +93,7 @@ def main():
                            "-DCMAKE_BUILD_TYPE=RelWithDebInfo"], stdout=subprocess.DEVNULL)
     sim = os.path.join(build, "tests", "sim", "replayer_sim")
     missed = 0
-    for n, (what, edits) in enumerate(MUTATIONS, 1):
+    for n, (what, edits, *flags) in enumerate(MUTATIONS, 1):
         if args.only and n not in args.only:
             continue
         subprocess.check_call(["git", "-C", tree, "checkout", "-q", "--", "replayer"])
@@ -100,8 +108,8 @@ def main():
         if rc != 0:
             print(f"mutation {n} ({what}): the build failed\n{out[-2000:]}")
             return 1
-        rc, out = run([sim, "--scenarios", "2000", "--minutes", "10"], tree,
-                      os.path.join(base, f"mutation-{n}.log"))
+        rc, out = run([sim, "--scenarios", "2000", "--minutes", "10"] + (flags[0] if flags else []),
+                      tree, os.path.join(base, f"mutation-{n}.log"))
         how = "scenarios"
         if rc == 0:
             how = "write-fault matrix"

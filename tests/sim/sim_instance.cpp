@@ -38,6 +38,7 @@ void World::Lead(int inst) {
   I.finishing.clear();
   I.dead_lettering.clear();
   I.sent_once.clear();
+  I.site_unknown_until.clear();
   I.stopping = false;
   I.core = std::make_unique<replayer::EngineCore>(sc_.core);
   I.guard_blocked = false;
@@ -94,8 +95,10 @@ void World::Execute(int inst) {
   I.core->Take(I.out);
   uint64_t epoch = I.epoch;
   for (const auto& n : I.out.notes) {
-    if (n.kind == replayer::Note::Kind::kWriteFaultBegan)
+    if (n.kind == replayer::Note::Kind::kWriteFaultBegan) {
       Note("write fault began", 0, n.process, inst);
+      CheckWriteFaultEvidence(n.process);
+    }
     if (n.kind == replayer::Note::Kind::kWriteFaultEnded)
       Note("write fault ended", 0, n.process, inst);
     if (n.kind == replayer::Note::Kind::kStored) Note("stored (core)", n.seq, n.process, inst);
@@ -380,6 +383,12 @@ void World::DeadLetterStored(uint64_t seq, const std::string& reason) {
          ") dead-lettered with the reason: " + reason);
     return;
   }
+  if ((r.kind == Kind::kUnknownSite) != (reason.rfind("umami does not know website ", 0) == 0)) {
+    Fail(std::string("a ") + KindName(r.kind) + " event (seq " + std::to_string(seq) +
+         ") dead-lettered with the reason: " + reason);
+    return;
+  }
+  if (r.kind == Kind::kUnknownSite) return;
   bool good = !PoisonSent(r.kind, sc_.version) && !PoisonAtOnce(r.kind);
   if (!good) {
     if (PoisonSent(r.kind, sc_.version) && reason != replayer::kFailedReason &&

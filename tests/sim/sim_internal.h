@@ -55,6 +55,9 @@ struct World::Instance {
   // Guard records written and not yet answered, by publish id: when each was written. No send
   // may start while one has waited more than a second (the core's kGuardSlow).
   std::unordered_map<uint64_t, TimePoint> guard_unanswered;
+  // Sites the core was answered "Website not found" for, and until when it may not send one
+  // of their events (replayer::kSiteRecheck after the answer).
+  std::unordered_map<int, TimePoint> site_unknown_until;
 };
 
 // How Umami answers; decided when the request is processed.

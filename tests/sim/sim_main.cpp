@@ -24,7 +24,8 @@ namespace {
 
 struct Totals {
   std::atomic<int64_t> scenarios{0}, checks{0}, events{0}, stored{0}, dlq{0}, dups{0},
-      umami_dups{0}, runbook{0}, crashes{0}, batches{0}, batched{0};
+      umami_dups{0}, runbook{0}, crashes{0}, batches{0}, batched{0}, unknown_site{0},
+      unknown_site_sends{0};
   std::atomic<double> minutes{0};
 };
 
@@ -37,9 +38,12 @@ int minutes_opt = 10;
 // --reader-killer: one event of every scenario kills the reader that parses it (the crash-loop
 // guard's case); off, the scenarios are the seeds' as before.
 bool reader_killer_opt = false;
+// --unknown-site: every tenth visitor's events are of a website Umami does not hold.
+bool unknown_site_opt = false;
 sim::Scenario Make(uint64_t seed, int minutes) {
   sim::Scenario s = sim::MakeScenario(seed, minutes);
   s.reader_killer = reader_killer_opt;
+  s.unknown_site = unknown_site_opt;
   return s;
 }
 std::string self = "replayer_sim";
@@ -59,6 +63,8 @@ bool RunScenario(const sim::Scenario& sc, Totals& t, Failure* failure, bool prin
   t.crashes += s.crashes;
   t.batches += s.batches;
   t.batched += s.batched;
+  t.unknown_site += s.unknown_site_events;
+  t.unknown_site_sends += s.unknown_site_sends;
   double m = w.simulated_minutes();
   double prev = t.minutes.load();
   while (!t.minutes.compare_exchange_weak(prev, prev + m)) {
@@ -144,7 +150,7 @@ std::vector<sim::Scenario> WriteFaultMatrix() {
 void Usage() {
   std::fprintf(stderr,
                "usage: replayer_sim [--scenarios N] [--first SEED] [--minutes M] [--threads T]\n"
-               "                    [--reader-killer]\n"
+               "                    [--reader-killer] [--unknown-site]\n"
                "                    [--seed SEED [--trace]] [--matrix write-fault [--max-rate R] "
                "[--every K]]\n");
 }
@@ -188,6 +194,8 @@ int main(int argc, char** argv) {
       trace = true;
     } else if (a == "--reader-killer") {
       reader_killer_opt = true;
+    } else if (a == "--unknown-site") {
+      unknown_site_opt = true;
     } else if (a == "--matrix") {
       matrix = std::string(next()) == "write-fault";
       if (!matrix) {
@@ -257,7 +265,10 @@ int main(int argc, char** argv) {
         "--trace\nlast events (time, what, a, b):\n%s",
         static_cast<unsigned long long>(f.seed), f.what.c_str(), f.scenario.c_str(), self.c_str(),
         static_cast<unsigned long long>(f.seed), matrix ? 1 : minutes_opt,
-        reader_killer_opt ? " --reader-killer" : "", f.trace.c_str());
+        std::string(reader_killer_opt ? " --reader-killer" : "")
+            .append(unknown_site_opt ? " --unknown-site" : "")
+            .c_str(),
+        f.trace.c_str());
     if (matrix) std::printf("(a matrix scenario: its seed replays only through --matrix)\n");
     return 1;
   }
@@ -270,6 +281,10 @@ int main(int argc, char** argv) {
       (long long)totals.umami_dups.load(), (long long)totals.runbook.load(),
       (long long)totals.crashes.load(), (long long)totals.batches.load(),
       (long long)totals.batched.load());
+  if (unknown_site_opt) {
+    std::printf("events of a website Umami does not hold %lld, of them sent %lld\n",
+                (long long)totals.unknown_site.load(), (long long)totals.unknown_site_sends.load());
+  }
   std::printf("simulation: %lld scenarios, %.0f simulated minutes, %lld invariant checks, %.1f s\n",
               (long long)totals.scenarios.load(), totals.minutes.load(),
               (long long)totals.checks.load(), secs);

@@ -141,6 +141,8 @@ std::string World::MakeBody(int index, uint64_t seq) const {
       break;
     case Kind::kReaderKiller:
       break;  // a good event's body: what kills its reader is not in the model's parser
+    case Kind::kUnknownSite:
+      break;  // a good event's body, of a site (index sc_.sites) Umami does not hold
   }
   return "{\"id\":\"e" + std::to_string(seq) + "\",\"website\":\"" + site + "\",\"visitor\":\"v" +
          std::to_string(r.visitor) + "\",\"accepted_at\":" + std::to_string(r.accepted_ms) +
@@ -180,6 +182,13 @@ void World::ScheduleTraffic() {
     // its seed made them until the first crash.
     if (sc_.reader_killer && !over && events_.size() == 100) r.kind = Kind::kReaderKiller;
     r.site = r.visitor % sc_.sites;
+    // With unknown_site, every tenth visitor is of a website Umami does not hold (drawn from no
+    // generator: the scenario's draws stay as its seed made them).
+    if (sc_.unknown_site && !over && r.visitor % 10 == 9 && r.kind != Kind::kReaderKiller) {
+      r.site = sc_.sites;
+      r.kind = Kind::kUnknownSite;
+      ++stats_.unknown_site_events;
+    }
     int64_t wall = wall_start_ms_ + std::chrono::duration_cast<milliseconds>(now_ - start_).count();
     if (sc_.backlog_times && !over && r.visitor < static_cast<int>(clocks->size())) {
       // An edge backlog: the visitor's events span hours of accepted_at, published in minutes.
@@ -284,6 +293,11 @@ void World::FinalChecks() {
            std::to_string(r.excuses) + " of them explained by a crash or lease loss");
     }
     if (at_once && (r.dlq == 0 || r.sends > 0)) Fail(what + " did not go to WEB_DLQ at once");
+    if (r.kind == Kind::kUnknownSite) {
+      if (r.dlq == 0) Fail(what + " never went to WEB_DLQ");
+      if (r.rows > 0) Fail(what + " was stored by a Umami that does not hold its website");
+      continue;
+    }
     if (poison_sent) {
       if (r.dlq == 0) Fail(what + " never went to WEB_DLQ");
       if (r.dlq_reason == replayer::kFailedReason && r.sends < replayer::kMaxFailures) {

@@ -1,7 +1,9 @@
 // The simulated Umami processes (2.10.0 and 3.1.0, as Umami's send route and schema make them
 // answer) and the HTTP between them and the replayer.
 #include <cstdio>
+#include <unordered_set>
 
+#include "replayer/classifier.h"
 #include "replayer/umami_reply.h"
 #include "tests/sim/sim_internal.h"
 
@@ -53,6 +55,9 @@ void World::AnswerSend(int inst, uint64_t epoch, uint64_t id, uint64_t sent_seq,
         I.sends.erase(s);
         const EventRecord& r = events_[msgs_[seqs.front() - 1]->index];
         if (--I.lane_sends[r.lane] == 0) I.lane_sends.erase(r.lane);
+        if (replayer::ClassifyAnswer(a.status, a.body) == replayer::AnswerAbout::kSite) {
+          I.site_unknown_until[r.site] = now_ + replayer::kSiteRecheck;
+        }
         if (a.status >= 200 && a.status < 300 && I.core) {
           for (size_t i = 0; i < seqs.size(); ++i) {
             bool row = a.rows.empty() ? a.row : i < a.rows.size() && a.rows[i];
@@ -82,6 +87,14 @@ UmamiAnswer World::Judge(const EventRecord& rec, int p, const std::string& tok) 
             : (tok.empty()
                    ? UmamiAnswer{400, "Can't reach database server at `db`:`5432`", "", false}
                    : UmamiAnswer{500, "Internal Server Error", "", false});
+  } else if (rec.kind == Kind::kUnknownSite && tok.empty()) {
+    // Umami looks the website up (a read: it works read-only too) and does not hold it.
+    std::string id = "0000000" + std::to_string(rec.site) + "-aaaa-4bbb-8ccc-000000000000";
+    a = v31 ? UmamiAnswer{400,
+                          R"({"error":{"message":"Website not found.","code":"bad-request",)"
+                          R"("status":400}})",
+                          "", false}
+            : UmamiAnswer{403, "Website not found: " + id + ".", "", false};
   } else if (rec.kind == Kind::kValidation) {
     a = {400,
          v31 ? R"({"error":{"message":"Too big: expected string to have <=50 characters"}})"
@@ -127,7 +140,19 @@ void World::HttpSend(int inst, uint64_t epoch, const replayer::SendCmd& cmd) {
   const std::string* token = HeaderOf(cmd, "x-umami-cache");
   std::string tok = token ? *token : "";
   uint64_t sent_seq = cmd.stream_seq;
-  auto answer_at = [this, inst, epoch, id = cmd.send_id, sent_seq](TimePoint t, UmamiAnswer a) {
+  if (rec.kind == Kind::kUnknownSite) {
+    ++stats_.unknown_site_sends;
+    const auto& until = inst_[inst]->site_unknown_until;
+    if (auto b = until.find(rec.site); b != until.end() && now_ < b->second) {
+      Fail("an event (seq " + std::to_string(sent_seq) +
+           ") of a website Umami answered \"not found\" for was sent again within " +
+           std::to_string(replayer::kSiteRecheck.count() / 1000) + " s");
+      return;
+    }
+  }
+  auto answer_at = [this, inst, epoch, id = cmd.send_id, sent_seq, p, lane = rec.lane](
+                       TimePoint t, UmamiAnswer a) {
+    NoteMaybeDbFailure(p, lane, a);
     AnswerSend(inst, epoch, id, sent_seq, t, std::move(a));
   };
   TimePoint timeout_at = now_ + cmd.timeout;
@@ -136,6 +161,8 @@ void World::HttpSend(int inst, uint64_t epoch, const replayer::SendCmd& cmd) {
     return;
   }
   if (FaultActive(Fault::kHung, p)) {
+    // Never answered, or a timeout: a failure the core may count either way.
+    NoteMaybeDbFailure(p, rec.lane, UmamiAnswer{0, "", "Timeout was reached", false});
     // Some hung requests are processed much later (a lock wait): stored after the timeout.
     if (rng_.Chance(0.3)) {
       auto later = now_ + milliseconds(rng_.Int(0, 2 * cmd.timeout.count()));
@@ -184,6 +211,8 @@ void World::HttpBatch(int inst, uint64_t epoch, const replayer::SendCmd& cmd) {
   for (uint64_t seq : cmd.batch_seqs) indexes.push_back(msgs_[seq - 1]->index);
   TimePoint timeout_at = now_ + cmd.timeout;
   UmamiAnswer timed_out{0, "", "Timeout was reached", false};
+  // A whole batch that fails is its head's failure (its visitor's).
+  NoteMaybeDbFailure(p, events_[indexes.front()].lane, timed_out);
   if (FaultActive(Fault::kDown, p)) {
     AnswerSend(inst, epoch, id, sent_seq, now_, {0, "", "Couldn't connect to server", false});
     return;
@@ -217,6 +246,7 @@ void World::HttpBatch(int inst, uint64_t epoch, const replayer::SendCmd& cmd) {
   std::vector<UmamiAnswer> each;
   for (int index : indexes) {
     each.push_back(Judge(events_[index], p, tok));
+    NoteMaybeDbFailure(p, events_[index].lane, each.back());
     latency += milliseconds(rng_.Int(1, 10));
   }
   TimePoint done_at = now_ + latency;
@@ -316,6 +346,41 @@ void World::HttpCheck(int inst, uint64_t epoch, const replayer::CheckCmd& cmd) {
                             false};
     }
     answer(now_ + latency, part, std::move(a));
+  }
+}
+
+}  // namespace sim
+
+namespace sim {
+
+void World::NoteMaybeDbFailure(int process, const std::string& lane, const UmamiAnswer& a) {
+  if (a.status >= 200 && a.status < 300) return;
+  if (replayer::ClassifyAnswer(a.status, a.body) != replayer::AnswerAbout::kOther) return;
+  if (maybe_db_failures_.size() < umami_.size()) maybe_db_failures_.resize(umami_.size());
+  auto& q = maybe_db_failures_[process];
+  q.emplace_back(now_, lane);
+  // A write fault's run is a minute of decisions; a decision follows its answer by at most a
+  // check (the send timeout and its grace): older answers can no longer matter.
+  while (!q.empty() && now_ - q.front().first > milliseconds(60'000) + 2 * sc_.core.send_timeout +
+                                                    milliseconds(10'000)) {
+    q.pop_front();
+  }
+}
+
+void World::CheckWriteFaultEvidence(int process) {
+  ++stats_.invariant_checks;
+  auto window = milliseconds(60'000) + 2 * sc_.core.send_timeout + milliseconds(10'000);
+  std::unordered_set<std::string> lanes;
+  for (size_t p = 0; p < maybe_db_failures_.size(); ++p) {
+    if (process >= 0 && static_cast<int>(p) != process) continue;
+    for (const auto& [at, lane] : maybe_db_failures_[p]) {
+      if (now_ - at <= window) lanes.insert(lane);
+    }
+  }
+  if (lanes.size() < replayer::WriteFaultRun::kMinVisitors) {
+    Fail("a write fault was declared (process " + std::to_string(process) + ") with " +
+         std::to_string(lanes.size()) +
+         " visitors failed by answers that may be about the database in its window");
   }
 }
 

@@ -29,6 +29,8 @@ const char* KindName(Kind k) {
       return "header-poison";
     case Kind::kReaderKiller:
       return "reader-killer";
+    case Kind::kUnknownSite:
+      return "unknown-site";
   }
   return "?";
 }

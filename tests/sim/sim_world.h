@@ -45,6 +45,8 @@ enum class Kind {
   kHeaderPoison,  // a user agent with CR LF: dead-lettered at once, never sent
   kReaderKiller,  // kills the instance that parses it (a decoder bug): the crash-loop guard
                   // (common/crash_guard.h) dead-letters it at its third delivery, never sent
+  kUnknownSite,   // of a website Umami does not hold: "Website not found" (2.10: 403, 3.1: 400);
+                  // to WEB_DLQ at its first answer, the site's next events unsent for a while
 };
 const char* KindName(Kind k);
 
@@ -88,6 +90,8 @@ struct Scenario {
   bool backlog_times = false;  // accepted_at jumps: hours of a visitor's traffic in minutes
   double poison = 0.01;        // share of events that are not good
   bool reader_killer = false;  // event 101 kills the reader that parses it (Kind::kReaderKiller)
+  bool unknown_site = false;   // every tenth visitor's events are for a website Umami does not
+                               // hold (Kind::kUnknownSite)
   std::vector<FaultSpan> faults;
   std::vector<InstanceEvent> instance_events;
   replayer::CoreConfig core;
@@ -123,6 +127,7 @@ struct Stats {
   int64_t invariant_checks = 0, redeliveries = 0, crashes = 0, takeovers = 0;
   int64_t good_dead_lettered_runbook = 0, visits_split = 0;
   int64_t batches = 0, batched = 0;  // batches sent, and the events in them
+  int64_t unknown_site_events = 0, unknown_site_sends = 0;
 };
 
 class World {
@@ -247,6 +252,12 @@ class World {
   // lately: the simulator's own view of whether the rule could tell a write fault.
   std::vector<std::deque<std::pair<TimePoint, std::string>>> write_failures_;
   std::unordered_set<std::string> poison_lanes_;  // visitors with an event Umami always fails
+  // Per process, the visitors whose sends Umami failed with an answer that may be about its
+  // database (not "Website not found", not a validation refusal), and when: a write fault the
+  // core declares must have three of them within its minute.
+  std::vector<std::deque<std::pair<TimePoint, std::string>>> maybe_db_failures_;
+  void NoteMaybeDbFailure(int process, const std::string& lane, const UmamiAnswer& a);
+  void CheckWriteFaultEvidence(int process);
   // 3.1's visits: visit id -> (min, max) accepted_at of the events stored in it.
   std::unordered_map<uint64_t, std::pair<int64_t, int64_t>> visits_;
 };
