@@ -67,6 +67,12 @@ StreamView Compute(const std::optional<StreamReading>& before, const StreamReadi
     v.draining = true;
     v.time_to_clear_seconds = static_cast<double>(waiting) / (*v.out_rate - *v.in_rate);
   }
+  const ConsumerReading* only_now = OnlyConsumer(now);
+  const ConsumerReading* only_before = before ? OnlyConsumer(*before) : nullptr;
+  if (!v.draining && only_now && only_before && only_now->name == only_before->name &&
+      only_now->pending == 0 && only_before->pending == 0 && v.out_rate && *v.out_rate > 0) {
+    v.keeping_up = true;
+  }
   for (const auto& c : now.consumers) {
     ConsumerView cv;
     cv.now = c;
@@ -78,6 +84,12 @@ StreamView Compute(const std::optional<StreamReading>& before, const StreamReadi
         cv.ack_rate = Rate(b.ack_floor_seq, c.ack_floor_seq, *v.interval_seconds);
         cv.wedged = c.unacked > 0 && b.unacked > 0 && c.ack_floor_seq == b.ack_floor_seq &&
                     c.last_acked_ns == b.last_acked_ns;
+        if (only_now == &c && only_before != nullptr && only_before->name == c.name) {
+          cv.ack_rate = v.out_rate;
+          cv.ack_rate_from_floor = false;
+          cv.floor_held = c.unacked > 0 && c.ack_floor_stream_seq == b.ack_floor_stream_seq &&
+                          v.out_rate && *v.out_rate > 0;
+        }
       }
     }
     v.consumers.push_back(std::move(cv));

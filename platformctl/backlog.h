@@ -46,7 +46,15 @@ struct StreamReading {
 struct ConsumerView {
   ConsumerReading now;
   std::optional<double> delivery_rate;  // deliveries/s (redeliveries included)
-  std::optional<double> ack_rate;       // acks/s, from the ack floor: a lower bound
+  // acks/s: a work queue's one consumer's from the messages removed (an ack removes one), exact;
+  // any other's from the ack floor, a lower bound (one unacked message holds the floor while
+  // acks go on past it).
+  std::optional<double> ack_rate;
+  bool ack_rate_from_floor = true;
+  // A work queue's one consumer whose ack floor did not move over the interval while messages
+  // were removed: acks go on past messages still in work (for the replayer: visitors whose
+  // events wait behind one Umami keeps failing). The floor's message is the oldest held.
+  bool floor_held = false;
   bool saturated = false;  // unacked at its max_ack_pending: it can be handed nothing more
   bool wedged = false;     // unacked > 0 and nothing acked over the interval
 };
@@ -61,6 +69,10 @@ struct StreamView {
   // Seconds until empty at the current net drain rate; nullopt when unknown or not draining.
   std::optional<double> time_to_clear_seconds;
   bool draining = false;  // out_rate > in_rate, or empty (left-behind messages aside)
+  // A work queue whose one consumer has been handed everything (pending 0 in both readings)
+  // and acks as it arrives: what it holds is in work, not waiting for it; the net drain of zero
+  // is no backlog. Not set when draining.
+  bool keeping_up = false;
   // A work queue's held messages that its one consumer acked and JetStream did not remove
   // (nats-server 2.9.10 left some behind after a node's isolation; docs/operations.md). Known
   // from two readings only: the oldest held message is the same in both and the consumer's ack

@@ -167,6 +167,7 @@ void PrintStreamsText(const std::vector<StreamView>& views, std::ostream& out) {
   out << line;
   for (const auto& v : views) {
     std::string clear = v.time_to_clear_seconds ? common::HumanSeconds(*v.time_to_clear_seconds)
+                        : v.keeping_up          ? "keeping up"
                         : v.in_rate             ? "not draining"
                                                 : "-";
     std::snprintf(line, sizeof(line), "%-20s %10llu %10s  %-24s %9s %8s %8s  %s\n",
@@ -201,6 +202,16 @@ void PrintStreamsText(const std::vector<StreamView>& views, std::ostream& out) {
       if (c.saturated) out << "  SATURATED (unacked at max ack pending)";
       if (c.wedged) out << "  WEDGED (unacked held, no ack over the interval)";
       out << "\n";
+      if (c.floor_held) {
+        out << "    ACK FLOOR HELD at stream seq " << c.now.ack_floor_stream_seq + 1
+            << (v.oldest_age_seconds
+                    ? " (oldest held " + common::HumanSeconds(*v.oldest_age_seconds) + ")"
+                    : std::string())
+            << ": acks go on past it at " << Rate(c.ack_rate)
+            << "/s; the messages before them are in work, not waiting (for the replayer: "
+               "visitors whose events wait behind one Umami keeps failing, "
+               "replayer_lanes_blocked)\n";
+      }
     }
   }
 }
@@ -225,6 +236,7 @@ void PrintStreamsJson(const std::vector<StreamView>& views, std::ostream& out) {
     s["out_rate"] = Opt(v.out_rate);
     s["time_to_clear_seconds"] = Opt(v.time_to_clear_seconds);
     s["draining"] = v.draining;
+    s["keeping_up"] = v.keeping_up;
     s["left_behind"] = v.left_behind ? nlohmann::json(*v.left_behind) : nlohmann::json(nullptr);
     s["read_at"] = common::FormatRfc3339(v.now.read_at_ns);
     s["consumers"] = nlohmann::json::array();
@@ -242,6 +254,8 @@ void PrintStreamsJson(const std::vector<StreamView>& views, std::ostream& out) {
       j["last_acked_ts"] = Ts(c.now.last_acked_ns);
       j["saturated"] = c.saturated;
       j["wedged"] = c.wedged;
+      j["floor_held"] = c.floor_held;
+      j["ack_rate_from"] = c.ack_rate_from_floor ? "ack_floor" : "removed";
       j["offline"] = c.now.offline;
       s["consumers"].push_back(std::move(j));
     }

@@ -157,3 +157,29 @@ TEST_CASE(
   CHECK(*v.left_behind == 0);
   CHECK_FALSE(v.draining);
 }
+
+TEST_CASE("a work queue held by one blocked visitor: keeping up, acks from removals, floor held",
+          "[backlog]") {
+  // Issue 36: 5 events/s arrive and are stored and acked; 100 events of one visitor wait in work
+  // behind a head Umami keeps failing (the floor's message, the oldest held). Over 10 s: last_seq
+  // +50, held stays 100 (50 removed), the consumer has everything (pending 0).
+  auto before = Queue(0, 100, 1001, 0, 100, 1000);
+  auto now = Queue(10, 100, 1001, 0, 100, 1000);
+  now.last_seq = before.last_seq + 50;
+  auto v = Compute(before, now);
+  CHECK(*v.in_rate == Approx(5));
+  CHECK(*v.out_rate == Approx(5));
+  CHECK_FALSE(v.draining);
+  CHECK(v.keeping_up);  // not "not draining": nothing waits for the replayer
+  REQUIRE(v.consumers.size() == 1);
+  CHECK(*v.consumers[0].ack_rate == Approx(5));  // from removals, not the held floor (0)
+  CHECK_FALSE(v.consumers[0].ack_rate_from_floor);
+  CHECK(v.consumers[0].floor_held);
+
+  // Events waiting to be delivered: falling behind, not keeping up.
+  auto behind = Queue(10, 150, 1001, 50, 100, 1000);
+  behind.last_seq = before.last_seq + 100;
+  v = Compute(before, behind);
+  CHECK_FALSE(v.keeping_up);
+  CHECK_FALSE(v.draining);
+}
