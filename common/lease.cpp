@@ -12,6 +12,7 @@ std::string LeaseHolder::ToJson() const {
                       {"pid", pid},
                       {"started_unix_ms", started_unix_ms},
                       {"acquired_unix_ms", acquired_unix_ms}};
+  if (!status.empty()) j["status"] = status;
   return j.dump();
 }
 
@@ -35,6 +36,11 @@ std::optional<LeaseHolder> LeaseHolder::FromJson(const std::string& text) {
       !num("started_unix_ms", &h.started_unix_ms) ||
       !num("acquired_unix_ms", &h.acquired_unix_ms)) {
     return std::nullopt;
+  }
+  if (auto it = j.find("status"); it != j.end() && it->is_object()) {
+    for (const auto& [k, v] : it->items()) {
+      if (v.is_number_integer() && k.size() <= 64) h.status[k] = v.get<int64_t>();
+    }
   }
   return h;
 }

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -30,6 +31,9 @@ struct LeaseHolder {
   int64_t pid = 0;
   int64_t started_unix_ms = 0;   // when the process started
   int64_t acquired_unix_ms = 0;  // when this holder took the lease (kept across renewals)
+  // What the leader says of its work, renewed with the lease (at most a renewal old): counts
+  // by name, e.g. the replayer's "blocked_visitors" and "blocked_sites". Empty: nothing said.
+  std::map<std::string, int64_t> status;
 
   std::string ToJson() const;
   // nullopt when the value is not a holder record.

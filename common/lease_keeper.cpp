@@ -31,6 +31,11 @@ LeaseKeeper::LeaseKeeper(NatsClient& nats, std::string key, LeaseHolder self,
                    .Get()),
       decision_(LeaseTiming{}) {}
 
+void LeaseKeeper::SetStatus(std::map<std::string, int64_t> status) {
+  std::lock_guard lock(mu_);
+  self_.status = std::move(status);
+}
+
 LeaseHolder ThisProcessHolder(const std::string& instance) {
   LeaseHolder h;
   h.instance = instance;

@@ -44,6 +44,9 @@ class LeaseKeeper {
   // until it is untied.
   void BindTerm(StopFlag* term);
   bool Leads() const;
+  // What the leader says of its work, written with the next renewal (LeaseHolder::status).
+  // Any thread.
+  void SetStatus(std::map<std::string, int64_t> status);
 
  private:
   void Loop();

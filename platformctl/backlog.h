@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,6 +83,11 @@ struct StreamView {
   // backlog; time-to-clear counts the others.
   std::optional<uint64_t> left_behind;
   std::vector<ConsumerView> consumers;
+  // What the service that consumes the stream says of its work, from its lease (the replayer's:
+  // blocked_visitors, blocked_sites, sites_unknown); empty when unread or nothing said. Set by
+  // the caller after Compute (streams.cpp reads the lease), not by Compute.
+  std::map<std::string, int64_t> worker_status;
+  std::string worker;  // who said it: the lease holder
 };
 
 // `before` may be absent (one reading: no rates). A consumer new in `now` has no rates.

@@ -1,5 +1,7 @@
 #include "platformctl/streams.h"
 
+#include "platformctl/leaders.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -81,6 +83,25 @@ common::Result<std::vector<StreamReading>> ReadStreams(common::NatsClient& clien
   return out;
 }
 
+namespace {
+
+// The replayer's word on WEB_EVENTS, from its lease (platformctl leaders reads the same): who
+// leads and what it holds blocked. Only the CLI user may read leases; silently nothing else.
+void AttachWorkerStatus(common::NatsClient& client, std::vector<StreamView>& views) {
+  auto web = std::find_if(views.begin(), views.end(),
+                          [](const StreamView& v) { return v.now.name == "WEB_EVENTS"; });
+  if (web == views.end()) return;
+  auto leaders = ReadLeaders(client);
+  if (!leaders) return;
+  for (const auto& l : *leaders) {
+    if (l.service != "replayer" || !l.holder) continue;
+    web->worker = l.holder->Describe();
+    web->worker_status = l.holder->status;
+  }
+}
+
+}  // namespace
+
 common::Result<std::vector<StreamView>> CollectStreams(common::NatsClient& client,
                                                        const StreamsOptions& options) {
   auto first = ReadStreams(client, options.only);
@@ -101,6 +122,7 @@ common::Result<std::vector<StreamView>> CollectStreams(common::NatsClient& clien
     else
       views.push_back(platformctl::backlog::Compute(std::nullopt, (*first)[i]));
   }
+  AttachWorkerStatus(client, views);
   return views;
 }
 
@@ -143,6 +165,7 @@ int WatchStreams(common::NatsClient& client, const StreamsOptions& options, comm
       else
         views.push_back(platformctl::backlog::Compute(std::nullopt, (*now)[i]));
     }
+    AttachWorkerStatus(client, views);
     print(views);
     before = std::move(now);
   }
@@ -181,6 +204,25 @@ void PrintStreamsText(const std::vector<StreamView>& views, std::ostream& out) {
       out << "  LEFT BEHIND " << *v.left_behind
           << ": acked by its consumer, not removed by JetStream; the OLDEST and AGE above are"
              " theirs, not the backlog's (docs/operations.md, Network partitions)\n";
+    }
+    auto said = [&](const char* k) {
+      auto it = v.worker_status.find(k);
+      return it == v.worker_status.end() ? int64_t{0} : it->second;
+    };
+    if (said("blocked_visitors") > 0 || said("sites_unknown") > 0) {
+      out << "  " << v.worker << " says: ";
+      if (said("blocked_visitors") > 0) {
+        out << said("blocked_visitors") << " visitor(s) of " << said("blocked_sites")
+            << " site(s) blocked behind an event Umami keeps failing";
+        if (v.oldest_age_seconds)
+          out << " (oldest held " << common::HumanSeconds(*v.oldest_age_seconds) << ")";
+      }
+      if (said("sites_unknown") > 0) {
+        out << (said("blocked_visitors") > 0 ? "; " : "") << said("sites_unknown")
+            << " website(s) Umami does not know, their events dead-lettered unsent";
+      }
+      if (v.out_rate) out << "; the rest drains at " << Rate(v.out_rate) << "/s";
+      out << "\n";
     }
     for (const auto& c : v.consumers) {
       if (c.now.offline) {
@@ -237,6 +279,10 @@ void PrintStreamsJson(const std::vector<StreamView>& views, std::ostream& out) {
     s["time_to_clear_seconds"] = Opt(v.time_to_clear_seconds);
     s["draining"] = v.draining;
     s["keeping_up"] = v.keeping_up;
+    if (!v.worker.empty()) {
+      s["worker"] = v.worker;
+      s["worker_status"] = v.worker_status;
+    }
     s["left_behind"] = v.left_behind ? nlohmann::json(*v.left_behind) : nlohmann::json(nullptr);
     s["read_at"] = common::FormatRfc3339(v.now.read_at_ns);
     s["consumers"] = nlohmann::json::array();

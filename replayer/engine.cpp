@@ -361,6 +361,8 @@ void Engine::State::WarnVisitNotSaved(const std::string& why) {
       why, common::LeftOut(left_out));
 }
 
+void Engine::OnStatus(StatusSink sink) { s_->status_sink = std::move(sink); }
+
 void Engine::State::UpdateGauges() {
   m.held.Set(core.held());
   m.held_bytes.Set(static_cast<double>(core.held_bytes()));
@@ -368,6 +370,16 @@ void Engine::State::UpdateGauges() {
   m.lanes_active.Set(static_cast<double>(core.lanes_active()));
   m.lanes_blocked.Set(static_cast<double>(core.lanes_blocked()));
   m.sites_unknown.Set(static_cast<double>(core.sites_unknown()));
+  if (status_sink) {
+    std::map<std::string, int64_t> st = {
+        {"blocked_visitors", static_cast<int64_t>(core.lanes_blocked())},
+        {"blocked_sites", static_cast<int64_t>(core.lanes_blocked_sites())},
+        {"sites_unknown", static_cast<int64_t>(core.sites_unknown())}};
+    if (st != status_said) {
+      status_sink(st);
+      status_said = std::move(st);
+    }
+  }
 }
 
 }  // namespace replayer

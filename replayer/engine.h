@@ -12,6 +12,8 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,6 +60,11 @@ class Engine {
   common::Status Start();
   // Runs until stop.stopping(), then finishes or releases what it holds.
   void Run(common::StopFlag& stop);
+  // Called from Run's thread when what the engine says of its work changes (at most once a
+  // second): visitors blocked behind a failing event and their sites, websites Umami does not
+  // know. The service writes it into the lease (LeaseKeeper::SetStatus) for platformctl.
+  using StatusSink = std::function<void(std::map<std::string, int64_t>)>;
+  void OnStatus(StatusSink sink);
 
  private:
   struct State;

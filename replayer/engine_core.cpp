@@ -134,6 +134,7 @@ int EngineCore::sends_in_flight() const { return s_->sends; }
 size_t EngineCore::lanes_active() const { return s_->lanes.lanes(); }
 size_t EngineCore::lanes_blocked() const { return s_->lanes.blocked(); }
 size_t EngineCore::sites_unknown() const { return s_->sites.size(); }
+size_t EngineCore::lanes_blocked_sites() const { return s_->lanes.BlockedSites(); }
 bool EngineCore::ProcessUp(int p) const {
   return s_->procs[p].health.Last() == ProcessHealth::State::kUp;
 }

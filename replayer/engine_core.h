@@ -78,6 +78,7 @@ class EngineCore {
   size_t lanes_blocked() const;
   // Websites Umami answered "not found" for, whose events go to WEB_DLQ unsent for now.
   size_t sites_unknown() const;
+  size_t lanes_blocked_sites() const;  // the sites of lanes_blocked()'s visitors
   bool ProcessUp(int process) const;
   bool ProcessWriteFault(int process) const;
   bool Holds(uint64_t stream_seq) const;  // a message of this sequence is held (any stage)

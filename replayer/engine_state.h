@@ -74,6 +74,8 @@ struct Engine::State {
   void OnHttp(HttpResponse r);
   void Publish(const common::OutMessage& msg, uint64_t tag);
   void UpdateGauges();
+  Engine::StatusSink status_sink;
+  std::map<std::string, int64_t> status_said;
   // engine_observe.cpp
   void Observe(const Note& n);
 };

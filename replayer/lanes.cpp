@@ -1,6 +1,8 @@
 #include "replayer/lanes.h"
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_set>
 
 namespace replayer {
 
@@ -95,6 +97,17 @@ size_t Lanes::waiting(const LaneKey& key) const {
 bool Lanes::failing(const LaneKey& key) const {
   auto it = lanes_.find(key);
   return it != lanes_.end() && it->second.failing;
+}
+
+size_t Lanes::BlockedSites() const {
+  if (failing_ == 0) return 0;
+  std::unordered_set<std::string_view> sites;
+  for (const auto& [key, lane] : lanes_) {
+    if (!lane.failing) continue;
+    std::string_view k = key.str();
+    sites.insert(k.substr(0, k.find('\n')));
+  }
+  return sites.size();
 }
 
 }  // namespace replayer

@@ -43,6 +43,8 @@ class Lanes {
 
   size_t lanes() const { return lanes_.size(); }
   size_t blocked() const { return failing_; }
+  // The sites (a key's part before its first newline) of the failing lanes. O(lanes).
+  size_t BlockedSites() const;
   size_t waiting(const LaneKey& lane) const;  // behind the head
   bool failing(const LaneKey& lane) const;
 

@@ -112,6 +112,8 @@ int RunService(int argc, char** argv, const std::string& version) {
     lease.BindTerm(&term);
     {
       Engine engine(*nats, config, metrics);
+      engine.OnStatus(
+          [&lease](std::map<std::string, int64_t> s) { lease.SetStatus(std::move(s)); });
       // NATS may still be connecting, or the streams not yet provisioned: keep trying.
       bool started = false;
       while (!term.stopping()) {
@@ -126,6 +128,7 @@ int RunService(int argc, char** argv, const std::string& version) {
       if (started) engine.Run(term);
     }
     lease.BindTerm(nullptr);
+    lease.SetStatus({});
     if (!stop.stopping()) spdlog::info("waiting for the replayer lease again");
   }
   spdlog::info("replayer stopped");

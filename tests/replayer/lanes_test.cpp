@@ -107,3 +107,21 @@ TEST_CASE("a lane that never empties keeps its order and its removals", "[lanes]
   }
   CHECK(l.lanes() == 0);
 }
+
+TEST_CASE("lanes: the sites of the blocked visitors", "[lanes]") {
+  replayer::Lanes l;
+  CHECK(l.BlockedSites() == 0);
+  l.Add("s1\nv1", 1);
+  l.Add("s1\nv2", 2);
+  l.Add("s2\nv1", 3);
+  l.MarkFailing("s1\nv1");
+  CHECK(l.BlockedSites() == 1);
+  l.MarkFailing("s1\nv2");
+  CHECK(l.BlockedSites() == 1);
+  l.MarkFailing("s2\nv1");
+  CHECK(l.blocked() == 3);
+  CHECK(l.BlockedSites() == 2);
+  l.ClearFailing("s1\nv1");
+  l.ClearFailing("s1\nv2");
+  CHECK(l.BlockedSites() == 1);
+}

@@ -1,6 +1,9 @@
 #include "platformctl/backlog.h"
 
 #include <catch2/catch.hpp>
+#include <sstream>
+
+#include "platformctl/streams.h"
 
 using namespace platformctl::backlog;
 
@@ -182,4 +185,24 @@ TEST_CASE("a work queue held by one blocked visitor: keeping up, acks from remov
   v = Compute(before, behind);
   CHECK_FALSE(v.keeping_up);
   CHECK_FALSE(v.draining);
+}
+
+TEST_CASE("streams' text: blocked visitors as the replayer says, keeping up, the floor held",
+          "[backlog]") {
+  auto before = Queue(0, 100, 1001, 0, 100, 1000);
+  auto now = Queue(10, 100, 1001, 0, 100, 1000);
+  now.last_seq = before.last_seq + 50;
+  auto v = Compute(before, now);
+  v.worker = "core-1 (node-a, pid 7)";
+  v.worker_status = {{"blocked_visitors", 2}, {"blocked_sites", 1}, {"sites_unknown", 0}};
+  std::ostringstream out;
+  platformctl::PrintStreamsText({v}, out);
+  std::string text = out.str();
+  INFO(text);
+  CHECK_THAT(text, Catch::Contains("keeping up"));
+  CHECK(text.find("not draining") == std::string::npos);
+  CHECK_THAT(text, Catch::Contains("core-1 (node-a, pid 7) says: 2 visitor(s) of 1 site(s) "
+                                   "blocked behind an event Umami keeps failing (oldest held"));
+  CHECK_THAT(text, Catch::Contains("the rest drains at 5.0/s"));
+  CHECK_THAT(text, Catch::Contains("ACK FLOOR HELD at stream seq 1001"));
 }

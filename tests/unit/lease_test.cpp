@@ -96,7 +96,7 @@ TEST_CASE("resigning ends leadership and reports it", "[lease]") {
 }
 
 TEST_CASE("the lease holder record round-trips and rejects other values", "[lease]") {
-  common::LeaseHolder h{"core-1", "node-a", 4242, 1764427800123, 1764427900456};
+  common::LeaseHolder h{"core-1", "node-a", 4242, 1764427800123, 1764427900456, {}};
   auto back = common::LeaseHolder::FromJson(h.ToJson());
   REQUIRE(back);
   CHECK(back->instance == "core-1");
@@ -146,4 +146,25 @@ TEST_CASE("a lost lease expires the term, a request only stops it", "[stop]") {
   requested.Request();
   CHECK(requested.stopping());
   CHECK_FALSE(requested.expired());
+}
+
+TEST_CASE("the lease holder's status round-trips, and a record without one reads as before",
+          "[lease]") {
+  common::LeaseHolder h{"core-1", "node-a", 7,
+                        1,        2,        {{"blocked_visitors", 2}, {"blocked_sites", 1}}};
+  auto back = common::LeaseHolder::FromJson(h.ToJson());
+  REQUIRE(back);
+  CHECK(back->status.at("blocked_visitors") == 2);
+  CHECK(back->status.at("blocked_sites") == 1);
+  auto old = common::LeaseHolder::FromJson(
+      R"({"instance":"a","host":"h","pid":1,"started_unix_ms":1,"acquired_unix_ms":2})");
+  REQUIRE(old);
+  CHECK(old->status.empty());
+  // Whatever else a status holds is left out, not trusted.
+  auto odd = common::LeaseHolder::FromJson(
+      R"({"instance":"a","host":"h","pid":1,"started_unix_ms":1,"acquired_unix_ms":2,)"
+      R"("status":{"n":"x","m":1.5,"k":3}})");
+  REQUIRE(odd);
+  CHECK(odd->status.size() == 1);
+  CHECK(odd->status.at("k") == 3);
 }
