@@ -8,6 +8,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 extern char** environ;
@@ -85,6 +86,32 @@ std::string FormatDuration(Millis d) {
   return std::to_string(ms) + "ms";
 }
 
+std::optional<int64_t> ParseSize(std::string_view text) {
+  int64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end == text.data() || n < 0) return std::nullopt;
+  const std::string_view unit(end, static_cast<size_t>(text.data() + text.size() - end));
+  int shift = 0;
+  if (unit == "KiB") {
+    shift = 10;
+  } else if (unit == "MiB") {
+    shift = 20;
+  } else if (unit == "GiB") {
+    shift = 30;
+  } else if (!unit.empty() && unit != "B") {
+    return std::nullopt;
+  }
+  if (n > (std::numeric_limits<int64_t>::max() >> shift)) return std::nullopt;
+  return n << shift;
+}
+
+std::string FormatSize(int64_t bytes) {
+  if (bytes != 0 && bytes % (int64_t{1} << 30) == 0) return std::to_string(bytes >> 30) + "GiB";
+  if (bytes != 0 && bytes % (int64_t{1} << 20) == 0) return std::to_string(bytes >> 20) + "MiB";
+  if (bytes != 0 && bytes % (int64_t{1} << 10) == 0) return std::to_string(bytes >> 10) + "KiB";
+  return std::to_string(bytes);
+}
+
 ConfigReader::ConfigReader(std::map<std::string, std::string> env) : env_(std::move(env)) {}
 
 ConfigReader ConfigReader::FromProcess() {
@@ -154,6 +181,22 @@ Millis ConfigReader::Duration(const std::string& name, Millis fallback, Millis m
     return fallback;
   }
   return *d;
+}
+
+int64_t ConfigReader::Size(const std::string& name, int64_t fallback, int64_t min, int64_t max) {
+  Note(name, FormatSize(fallback));
+  auto v = Optional(name);
+  if (!v) return fallback;
+  auto n = ParseSize(*v);
+  if (!n) {
+    Fail(name, "'" + *v + "' is not a size (a number of bytes, or a number and KiB, MiB or GiB)");
+    return fallback;
+  }
+  if (*n < min || *n > max) {
+    Fail(name, "'" + *v + "' is outside " + FormatSize(min) + ".." + FormatSize(max));
+    return fallback;
+  }
+  return *n;
 }
 
 std::string ConfigReader::OneOf(const std::string& name, const std::string& fallback,

@@ -1,30 +1,8 @@
 #include "metricswriter/config.h"
 
-#include <charconv>
-#include <limits>
-
 #include "common/topology.h"
 
 namespace mw {
-
-std::optional<int64_t> ParseBytes(std::string_view text) {
-  int64_t n = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc() || end == text.data() || n < 0) return std::nullopt;
-  const std::string_view unit(end, static_cast<size_t>(text.data() + text.size() - end));
-  int shift = 0;
-  if (unit == "KiB") {
-    shift = 10;
-  } else if (unit == "MiB") {
-    shift = 20;
-  } else if (unit == "GiB") {
-    shift = 30;
-  } else if (!unit.empty() && unit != "B") {
-    return std::nullopt;
-  }
-  if (n > (std::numeric_limits<int64_t>::max() >> shift)) return std::nullopt;
-  return n << shift;
-}
 
 WriterOptions ReadWriterOptions(common::ConfigReader& r) {
   using std::chrono::hours;
@@ -51,19 +29,8 @@ WriterOptions ReadWriterOptions(common::ConfigReader& r) {
   o.retry_max = r.Duration("METRICSWRITER_RETRY_MAX", seconds(10), milliseconds(100), minutes(10));
   o.retry_base = std::min(o.retry_base, o.retry_max);
   o.too_large_retry = r.Duration("METRICSWRITER_DLQ_RETRY", seconds(60), seconds(1), hours(1));
-  {
-    constexpr const char* kName = "METRICSWRITER_MAX_BYTES_IN_FLIGHT";
-    constexpr int64_t kMin = int64_t{1} << 20, kMax = int64_t{16} << 30;
-    const std::string text = r.String(kName, "64MiB");
-    const auto bytes = ParseBytes(text);
-    if (!bytes) {
-      r.Fail(kName, "is not a size (a number of bytes, or a number and KiB, MiB or GiB)");
-    } else if (*bytes < kMin || *bytes > kMax) {
-      r.Fail(kName, "must be between 1MiB and 16GiB");
-    } else {
-      o.max_bytes_in_flight = *bytes;
-    }
-  }
+  o.max_bytes_in_flight = r.Size("METRICSWRITER_MAX_BYTES_IN_FLIGHT", int64_t{64} << 20,
+                                 int64_t{1} << 20, int64_t{16} << 30);
   o.consumer.stream = common::topology::kApiMetrics;
   o.consumer.durable = r.String("METRICSWRITER_CONSUMER", "metricswriter");
   o.consumer.filter_subject = std::string(common::topology::kApiMetricsSubjectPrefix) + "*";

@@ -58,7 +58,7 @@ ReplayerConfig ReadReplayerConfig(common::ConfigReader& r) {
       static_cast<int>(r.Int("REPLAYER_SENDS_PER_PROCESS", c.sends_per_process, 1, 4096));
   c.max_in_flight = static_cast<int>(r.Int("REPLAYER_MAX_IN_FLIGHT", c.max_in_flight, 1, 100000));
   c.max_bytes_in_flight =
-      r.Int("REPLAYER_MAX_BYTES_IN_FLIGHT", c.max_bytes_in_flight, 1 << 20, int64_t{1} << 40);
+      r.Size("REPLAYER_MAX_BYTES_IN_FLIGHT", c.max_bytes_in_flight, 1 << 20, int64_t{1} << 40);
   c.ack_wait =
       r.Duration("REPLAYER_ACK_WAIT", c.ack_wait, common::Millis(3000), common::Millis(600'000));
   c.send_timeout = r.Duration("REPLAYER_SEND_TIMEOUT", c.send_timeout, common::Millis(100),
