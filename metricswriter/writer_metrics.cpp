@@ -83,6 +83,11 @@ WriterMetrics::WriterMetrics(common::metrics::Registry& r)
   // Present from the start: an alert on increase() needs a sample before the first failure.
   DlqPublishFailures("too_large");
   DlqPublishFailures("unavailable");
+  // Every label set known at start, at 0: a rate() panel or an increase() alert reads 0, not
+  // "no data", before the first event.
+  for (size_t t = 0; t < kMetricTypes; ++t) Points(static_cast<MetricType>(t));
+  for (const char* reason : kDeadLetterReasons) dead_lettered.With({reason});
+  for (const char* kind : {"retryable", "permanent"}) database_retries.With({kind});
 }
 
 }  // namespace mw
