@@ -94,6 +94,9 @@ common::ConsumerSpec ConsumerSpecFor(const ReplayerConfig& cfg) {
   spec.ack_wait = cfg.ack_wait;
   // Above the in-flight limit, so the server never stops delivering before we do.
   spec.max_ack_pending = cfg.max_in_flight + 100;
+  // Room in nats.c for what one fetch asks for (at most the byte budget) plus one message as big
+  // as a server allows (64 MiB), so a fetch is never dropped as a slow consumer's.
+  spec.pending_bytes_limit = cfg.max_bytes_in_flight + (int64_t{64} << 20);
   return spec;
 }
 
