@@ -214,7 +214,8 @@ int Main(int argc, char** argv, const std::string& version) {
     }
     if (watch_opt->count() > 0) {
       double seconds = 5;
-      if (!watch.empty()) {
+      // CLI11 2.1 gives "--watch" without a value as one empty value: the default.
+      if (!watch.empty() && !watch[0].empty()) {
         char* end = nullptr;
         seconds = std::strtod(watch[0].c_str(), &end);
         if (end == watch[0].c_str() || *end != '\0' || !(seconds >= 0.5 && seconds <= 3600)) {
