@@ -337,7 +337,8 @@ CommonConfig ReadCommonConfig(ConfigReader& r, const std::string& default_metric
   if (r.Optional("NATS_CREDS") && !c.nats_user.empty()) {
     r.Fail("NATS_CREDS", "set either NATS_CREDS or NATS_USER, not both");
   }
-  c.metrics_listen = r.ListenAddress("METRICS_LISTEN", default_metrics_listen);
+  if (!default_metrics_listen.empty())
+    c.metrics_listen = r.ListenAddress("METRICS_LISTEN", default_metrics_listen);
   c.log_level =
       r.OneOf("LOG_LEVEL", "info", {"trace", "debug", "info", "warn", "error", "critical", "off"});
   c.log_format = r.OneOf("LOG_FORMAT", "text", {"text", "json"});

@@ -102,6 +102,7 @@ struct CommonConfig {
   std::string instance;  // host name used in logs and leases
 };
 
+// default_metrics_listen empty: METRICS_LISTEN is not read (a tool that serves no /metrics).
 CommonConfig ReadCommonConfig(ConfigReader& r, const std::string& default_metrics_listen);
 
 // The URL with any user info (user:password@) replaced by "***@", for messages.

@@ -47,4 +47,11 @@ WriterOptions ReadWriterOptions(common::ConfigReader& r) {
   return o;
 }
 
+ServiceConfig ReadServiceConfig(common::ConfigReader& r) {
+  ServiceConfig c;
+  c.common = common::ReadCommonConfig(r, kDefaultMetricsListen);
+  c.writer = ReadWriterOptions(r);
+  return c;
+}
+
 }  // namespace mw

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "common/config.h"
 #include "common/http_server.h"
@@ -27,10 +28,7 @@ common::ServiceUsage Usage() {
       "metricswriter: drains the API_METRICS stream (OTLP metric batches) into PostgreSQL, each "
       "batch exactly once or dead-lettered to API_DLQ with its reason; serves /metrics and "
       "/healthz.";
-  u.read_config = [](common::ConfigReader& r) {
-    common::ReadCommonConfig(r, mw::kDefaultMetricsListen);
-    mw::ReadWriterOptions(r);
-  };
+  u.read_config = [](common::ConfigReader& r) { mw::ReadServiceConfig(r); };
   u.exit_codes =
       "Exit codes: 0 stopped by SIGTERM or SIGINT; 1 the writer stopped on an error it cannot "
       "retry (e.g. a failed migration); 2 usage or configuration error (also a METRICS_LISTEN "
@@ -50,8 +48,9 @@ int main(int argc, char** argv) {
   mw::WriterOptions options;
   try {
     auto reader = common::ConfigReader::FromProcess();
-    common = common::ReadCommonConfig(reader, mw::kDefaultMetricsListen);
-    options = mw::ReadWriterOptions(reader);
+    mw::ServiceConfig all = mw::ReadServiceConfig(reader);
+    common = std::move(all.common);
+    options = std::move(all.writer);
     reader.Finish();
   } catch (const common::ConfigError& e) {
     std::fprintf(stderr, "metricswriter: %s\n", e.what());

@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/nats_client.h"
+#include "common/service_cli.h"
 #include "common/timefmt.h"
 #include "platformctl/dlq_cli.h"
 #include "platformctl/exporter.h"
@@ -29,13 +30,22 @@ constexpr const char* kExitCodes =
 struct Shared {
   common::CommonConfig common;
   common::TopologyConfig topology;
+  std::string database_url;  // migrate
 };
+
+// Everything platformctl reads from the environment: what --help lists and what it runs with
+// (tests/integration/config_agree.py holds README's table to the same list). No METRICS_LISTEN:
+// `streams --serve` takes its address as an argument.
+void ReadEnvironment(common::ConfigReader& reader, Shared& shared) {
+  shared.common = common::ReadCommonConfig(reader, "");
+  shared.topology = common::ReadTopologyConfig(reader);
+  shared.database_url = reader.Optional("DATABASE_URL").value_or("");
+}
 
 // Configuration errors are usage errors: print every bad variable and exit 2.
 bool ReadConfig(Shared& shared, int replicas_override) {
   auto reader = common::ConfigReader::FromProcess();
-  shared.common = common::ReadCommonConfig(reader, "127.0.0.1:0");
-  shared.topology = common::ReadTopologyConfig(reader);
+  ReadEnvironment(reader, shared);
   if (replicas_override > 0) shared.topology.replicas = replicas_override;
   try {
     reader.Finish();
@@ -71,7 +81,11 @@ int Main(int argc, char** argv, const std::string& version) {
   common::NatsLibraryGuard nats_guard;
   CLI::App app{"platformctl: provisioning, stream backlog and DLQ tools for the core workers"};
   app.set_version_flag("--version", "platformctl " + version);
-  app.footer(kExitCodes);
+  app.footer(common::VariablesHelp([](common::ConfigReader& r) {
+               Shared ignored;
+               ReadEnvironment(r, ignored);
+             }) +
+             kExitCodes);
   app.require_subcommand(1);
 
   int replicas = 0;
@@ -191,12 +205,11 @@ int Main(int argc, char** argv, const std::string& version) {
     return queue::RunQueueMove(**client, move, std::cout, std::cerr);
   }
   if (*migrate) {
-    const char* url = std::getenv("DATABASE_URL");
-    if (url == nullptr || *url == '\0') {
+    if (shared.database_url.empty()) {
       std::cerr << "platformctl: DATABASE_URL is required (a libpq URL or conninfo)\n";
       return kExitUsage;
     }
-    return Migrate(url, std::cout, std::cerr);
+    return Migrate(shared.database_url, std::cout, std::cerr);
   }
   if (*streams) {
     auto d = common::ParseDuration(interval);
