@@ -18,6 +18,7 @@
 #include "common/version.h"
 #include "metricswriter/config.h"
 #include "metricswriter/writer.h"
+#include "metricswriter/writer_metrics.h"
 
 namespace {
 
@@ -59,6 +60,9 @@ int main(int argc, char** argv) {
   common::SetUpLogging("metricswriter", common.log_level, common.log_format);
 
   common::metrics::Registry registry;
+  // Registered now, not when this instance first leads: every series is there from the start,
+  // at 0 (a follower's too); each leadership term's Writer takes the same families.
+  const mw::WriterMetrics at_start(registry);
   // /healthz answers from the start, 503 until NATS is reached. The connection is declared
   // before the server, so the server (and its health callback) goes first.
   std::unique_ptr<common::NatsClient> nats;

@@ -47,7 +47,8 @@ WriterMetrics::WriterMetrics(common::metrics::Registry& r)
           r.AddGauge("metricswriter_series_cache_entries", "Series ids held in memory.").Get()),
       database_up(r.AddGauge("metricswriter_database_up",
                              "1 when the last PostgreSQL transaction or connection succeeded, "
-                             "0 while the database is unavailable and batches are held.")
+                             "0 while the database is unavailable and batches are held (and on "
+                             "an instance that has not led yet: it has no connection).")
                       .Get()),
       database_retries(
           r.AddCounter("metricswriter_database_retries_total",
