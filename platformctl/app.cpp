@@ -117,6 +117,11 @@ int Main(int argc, char** argv, const std::string& version) {
       "Read again every SECONDS (default 5) until Ctrl-C, each reading printed with the rates "
       "in and out and the time to clear since the one before (--json: one object per line)");
   watch_opt->expected(0, 1);
+  bool dlq_reasons = false;
+  streams->add_flag("--dlq-reasons", dlq_reasons,
+                    "With --serve: also count WEB_DLQ's and API_DLQ's messages by reason "
+                    "(jetstream_dlq_messages), reading the new dead letters' headers at each "
+                    "reading (its NATS user needs a consumer on the DLQs)");
   std::string serve;
   streams->add_option("--serve", serve,
                       "Run as a Prometheus exporter on HOST:PORT (/metrics, /healthz) until "
@@ -223,6 +228,7 @@ int Main(int argc, char** argv, const std::string& version) {
     if (!serve.empty()) {
       ExporterOptions e{serve, streams_options.only, std::chrono::seconds(10)};
       if (streams->count("--interval") > 0) e.interval = *d;
+      e.dlq_reasons = dlq_reasons;
       return ServeStreams(shared.common, e);
     }
     if (watch_opt->count() > 0) {
