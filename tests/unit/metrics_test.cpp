@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 #include <thread>
+#include "common/lease_keeper.h"
 #include "metricswriter/writer_metrics.h"
 #include "platformctl/exporter.h"
 #include "replayer/replayer_metrics.h"
@@ -198,6 +199,8 @@ TEST_CASE("every counter and gauge of the services is exported from the start", 
   replayer::ReplayerMetrics replayer(r);
   replayer.Preset({"http://umami-1:3000", "http://umami-2:3000"}, 1 << 20);
   mw::WriterMetrics writer(r);
+  common::LeaseKeeper::RegisterMetrics(r, "replayer");
+  common::LeaseKeeper::RegisterMetrics(r, "metricswriter");
   const std::string out = r.Expose();
   const std::set<std::string> asked_first = {"replayer_umami_process_up",
                                              "replayer_umami_batch_route"};
@@ -214,4 +217,6 @@ TEST_CASE("every counter and gauge of the services is exported from the start", 
   CHECK(Has(out, "replayer_events_dead_lettered_total{reason=\"failed_4_times\"} 0"));
   CHECK(Has(out, "replayer_send_failures_total{class=\"5xx\",process=\"http://umami-2:3000\"} 0"));
   CHECK(Has(out, "replayer_held_bytes_limit 1048576"));
+  CHECK(Has(out, "replayer_leader 0"));
+  CHECK(Has(out, "metricswriter_leadership_changes_total 0"));
 }
