@@ -86,6 +86,32 @@ std::string FormatDuration(Millis d) {
   return std::to_string(ms) + "ms";
 }
 
+std::optional<int64_t> ParseSize(std::string_view text) {
+  int64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end == text.data() || n < 0) return std::nullopt;
+  const std::string_view unit(end, static_cast<size_t>(text.data() + text.size() - end));
+  int shift = 0;
+  if (unit == "KiB") {
+    shift = 10;
+  } else if (unit == "MiB") {
+    shift = 20;
+  } else if (unit == "GiB") {
+    shift = 30;
+  } else if (!unit.empty() && unit != "B") {
+    return std::nullopt;
+  }
+  if (n > (std::numeric_limits<int64_t>::max() >> shift)) return std::nullopt;
+  return n << shift;
+}
+
+std::string FormatSize(int64_t bytes) {
+  if (bytes != 0 && bytes % (int64_t{1} << 30) == 0) return std::to_string(bytes >> 30) + "GiB";
+  if (bytes != 0 && bytes % (int64_t{1} << 20) == 0) return std::to_string(bytes >> 20) + "MiB";
+  if (bytes != 0 && bytes % (int64_t{1} << 10) == 0) return std::to_string(bytes >> 10) + "KiB";
+  return std::to_string(bytes);
+}
+
 ConfigReader::ConfigReader(std::map<std::string, std::string> env) : env_(std::move(env)) {}
 
 ConfigReader ConfigReader::FromProcess() {
@@ -155,6 +181,22 @@ Millis ConfigReader::Duration(const std::string& name, Millis fallback, Millis m
     return fallback;
   }
   return *d;
+}
+
+int64_t ConfigReader::Size(const std::string& name, int64_t fallback, int64_t min, int64_t max) {
+  Note(name, FormatSize(fallback));
+  auto v = Optional(name);
+  if (!v) return fallback;
+  auto n = ParseSize(*v);
+  if (!n) {
+    Fail(name, "'" + *v + "' is not a size (a number of bytes, or a number and KiB, MiB or GiB)");
+    return fallback;
+  }
+  if (*n < min || *n > max) {
+    Fail(name, "'" + *v + "' is outside " + FormatSize(min) + ".." + FormatSize(max));
+    return fallback;
+  }
+  return *n;
 }
 
 std::string ConfigReader::OneOf(const std::string& name, const std::string& fallback,
@@ -295,7 +337,8 @@ CommonConfig ReadCommonConfig(ConfigReader& r, const std::string& default_metric
   if (r.Optional("NATS_CREDS") && !c.nats_user.empty()) {
     r.Fail("NATS_CREDS", "set either NATS_CREDS or NATS_USER, not both");
   }
-  c.metrics_listen = r.ListenAddress("METRICS_LISTEN", default_metrics_listen);
+  if (!default_metrics_listen.empty())
+    c.metrics_listen = r.ListenAddress("METRICS_LISTEN", default_metrics_listen);
   c.log_level =
       r.OneOf("LOG_LEVEL", "info", {"trace", "debug", "info", "warn", "error", "critical", "off"});
   c.log_format = r.OneOf("LOG_FORMAT", "text", {"text", "json"});
@@ -303,50 +346,6 @@ CommonConfig ReadCommonConfig(ConfigReader& r, const std::string& default_metric
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = 0;
   c.instance = r.String("INSTANCE_NAME", host[0] ? host : "unknown");
   return c;
-}
-
-std::optional<int64_t> ParseBytes(std::string_view text) {
-  int64_t n = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc() || end == text.data() || n < 0) return std::nullopt;
-  const std::string_view unit(end, static_cast<size_t>(text.data() + text.size() - end));
-  int shift = 0;
-  if (unit == "KiB") {
-    shift = 10;
-  } else if (unit == "MiB") {
-    shift = 20;
-  } else if (unit == "GiB") {
-    shift = 30;
-  } else if (!unit.empty() && unit != "B") {
-    return std::nullopt;
-  }
-  if (n > (std::numeric_limits<int64_t>::max() >> shift)) return std::nullopt;
-  return n << shift;
-}
-
-std::string FormatBytes(int64_t bytes) {
-  if (bytes > 0) {
-    for (auto [shift, unit] : {std::pair{30, "GiB"}, std::pair{20, "MiB"}, std::pair{10, "KiB"}}) {
-      if (bytes % (int64_t{1} << shift) == 0) return std::to_string(bytes >> shift) + unit;
-    }
-  }
-  return std::to_string(bytes);
-}
-
-int64_t ConfigReader::Bytes(const std::string& name, int64_t fallback, int64_t min, int64_t max) {
-  Note(name, FormatBytes(fallback));
-  auto v = Optional(name);
-  if (!v) return fallback;
-  auto b = ParseBytes(*v);
-  if (!b) {
-    Fail(name, "'" + *v + "' is not a size (a number of bytes, or a number and KiB, MiB or GiB)");
-    return fallback;
-  }
-  if (*b < min || *b > max) {
-    Fail(name, "'" + *v + "' is outside " + FormatBytes(min) + ".." + FormatBytes(max));
-    return fallback;
-  }
-  return *b;
 }
 
 TopologyConfig ReadTopologyConfig(ConfigReader& r) {
@@ -367,12 +366,12 @@ TopologyConfig ReadTopologyConfig(ConfigReader& r) {
   t.stored_ids_ttl = r.Duration("STORED_IDS_TTL", t.stored_ids_ttl, seconds(1), hours(24 * 365));
   // Sizes: at least 64 KiB (a test fills a stream of 256 KiB), at most 16 TiB.
   constexpr int64_t kMin = int64_t{64} << 10, kMax = int64_t{16} << 40;
-  t.web_events_max_bytes = r.Bytes("WEB_EVENTS_MAX_BYTES", t.web_events_max_bytes, kMin, kMax);
-  t.api_metrics_max_bytes = r.Bytes("API_METRICS_MAX_BYTES", t.api_metrics_max_bytes, kMin, kMax);
-  t.web_dlq_max_bytes = r.Bytes("WEB_DLQ_MAX_BYTES", t.web_dlq_max_bytes, kMin, kMax);
-  t.api_dlq_max_bytes = r.Bytes("API_DLQ_MAX_BYTES", t.api_dlq_max_bytes, kMin, kMax);
-  t.visit_state_max_bytes = r.Bytes("VISIT_STATE_MAX_BYTES", t.visit_state_max_bytes, kMin, kMax);
-  t.stored_ids_max_bytes = r.Bytes("STORED_IDS_MAX_BYTES", t.stored_ids_max_bytes, kMin, kMax);
+  t.web_events_max_bytes = r.Size("WEB_EVENTS_MAX_BYTES", t.web_events_max_bytes, kMin, kMax);
+  t.api_metrics_max_bytes = r.Size("API_METRICS_MAX_BYTES", t.api_metrics_max_bytes, kMin, kMax);
+  t.web_dlq_max_bytes = r.Size("WEB_DLQ_MAX_BYTES", t.web_dlq_max_bytes, kMin, kMax);
+  t.api_dlq_max_bytes = r.Size("API_DLQ_MAX_BYTES", t.api_dlq_max_bytes, kMin, kMax);
+  t.visit_state_max_bytes = r.Size("VISIT_STATE_MAX_BYTES", t.visit_state_max_bytes, kMin, kMax);
+  t.stored_ids_max_bytes = r.Size("STORED_IDS_MAX_BYTES", t.stored_ids_max_bytes, kMin, kMax);
   if (t.stored_ids_ttl <= t.web_events_max_age) {
     r.Fail("STORED_IDS_TTL", "must be longer than WEB_EVENTS_MAX_AGE (" +
                                  FormatDuration(t.web_events_max_age) +

@@ -29,11 +29,12 @@ class ConfigError : public std::runtime_error {
 std::optional<Millis> ParseDuration(const std::string& text);
 std::string FormatDuration(Millis d);
 
-// A size: a number of bytes, or a number followed by B, KiB, MiB or GiB ("64MiB"). nullopt when
-// it is neither (or overflows).
-std::optional<int64_t> ParseBytes(std::string_view text);
-// The largest of GiB, MiB, KiB that divides the size, else bytes: "4GiB", "1536KiB", "1000".
-std::string FormatBytes(int64_t bytes);
+// A size as written in the environment: a number of bytes, or a number followed by B, KiB, MiB
+// or GiB ("64MiB"). Nullopt when malformed or beyond int64. Every size setting reads through
+// ConfigReader::Size, so every one takes the units.
+std::optional<int64_t> ParseSize(std::string_view text);
+// The largest unit that divides it exactly: 64MiB, 1536KiB, 1000 (bytes).
+std::string FormatSize(int64_t bytes);
 
 class ConfigReader {
  public:
@@ -44,8 +45,8 @@ class ConfigReader {
   std::optional<std::string> Optional(const std::string& name);
   int64_t Int(const std::string& name, int64_t fallback, int64_t min, int64_t max);
   Millis Duration(const std::string& name, Millis fallback, Millis min, Millis max);
-  // A size (ParseBytes) between min and max; the default is shown as FormatBytes(fallback).
-  int64_t Bytes(const std::string& name, int64_t fallback, int64_t min, int64_t max);
+  // A size (ParseSize); --help shows the default with its unit.
+  int64_t Size(const std::string& name, int64_t fallback, int64_t min, int64_t max);
   std::string OneOf(const std::string& name, const std::string& fallback,
                     const std::vector<std::string>& allowed);
   // A comma list of URLs, each with one of the schemes and a host:port. A URL with user info
@@ -101,6 +102,7 @@ struct CommonConfig {
   std::string instance;  // host name used in logs and leases
 };
 
+// default_metrics_listen empty: METRICS_LISTEN is not read (a tool that serves no /metrics).
 CommonConfig ReadCommonConfig(ConfigReader& r, const std::string& default_metrics_listen);
 
 // The URL with any user info (user:password@) replaced by "***@", for messages.

@@ -12,23 +12,36 @@ namespace {
 constexpr std::chrono::milliseconds kIdle{100};
 // How long lease creates may fail without an answer before it is logged (NoteCreateFailure).
 constexpr std::chrono::seconds kQuietFor{30};
+
+metrics::Gauge& LeaderGauge(metrics::Registry& registry, const std::string& key) {
+  return registry
+      .AddGauge(key + "_leader", "1 while this instance holds the " + key +
+                                     " lease in the KV bucket locks and may consume, else 0")
+      .Get();
+}
+
+metrics::Counter& ChangesCounter(metrics::Registry& registry, const std::string& key) {
+  return registry
+      .AddCounter(key + "_leadership_changes_total",
+                  "Times this instance gained or lost the lease (counts reset "
+                  "when the process restarts)")
+      .Get();
+}
+
 }  // namespace
+
+void LeaseKeeper::RegisterMetrics(metrics::Registry& registry, const std::string& key) {
+  LeaderGauge(registry, key);
+  ChangesCounter(registry, key);
+}
 
 LeaseKeeper::LeaseKeeper(NatsClient& nats, std::string key, LeaseHolder self,
                          metrics::Registry& registry)
     : nats_(nats),
       key_(std::move(key)),
       self_(std::move(self)),
-      leader_gauge_(registry
-                        .AddGauge(key_ + "_leader",
-                                  "1 while this instance holds the " + key_ +
-                                      " lease in the KV bucket locks and may consume, else 0")
-                        .Get()),
-      changes_(registry
-                   .AddCounter(key_ + "_leadership_changes_total",
-                               "Times this instance gained or lost the lease (counts reset "
-                               "when the process restarts)")
-                   .Get()),
+      leader_gauge_(LeaderGauge(registry, key_)),
+      changes_(ChangesCounter(registry, key_)),
       decision_(LeaseTiming{}) {}
 
 void LeaseKeeper::SetStatus(std::map<std::string, int64_t> status) {

@@ -33,6 +33,10 @@ class LeaseKeeper {
   // `<key>_leadership_changes_total`.
   // The lease's timing comes from the bucket's TTL, read when the keeper binds it.
   LeaseKeeper(NatsClient& nats, std::string key, LeaseHolder self, metrics::Registry& registry);
+  // Registers the two metrics (at 0) before there is a keeper: a service calls it at start, so
+  // `<key>_leader` reads 0 while NATS cannot be reached yet, not nothing. The keeper takes the
+  // same ones.
+  static void RegisterMetrics(metrics::Registry& registry, const std::string& key);
   ~LeaseKeeper();  // stops the thread; a valid lease is deleted so a follower takes over now
   LeaseKeeper(const LeaseKeeper&) = delete;
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;

@@ -15,21 +15,25 @@ bool DisableCoreDumps() {
   return limited && undumpable;
 }
 
-std::optional<int> HandleServiceArguments(int argc, char** argv, const ServiceUsage& usage,
-                                          const std::string& version) {
-  if (argc <= 1) return std::nullopt;
+std::string VariablesHelp(const std::function<void(ConfigReader&)>& read_config) {
   ConfigReader names({});
-  if (usage.read_config) usage.read_config(names);
-  std::string footer =
+  if (read_config) read_config(names);
+  std::string text =
       "Configuration comes from the environment only; README.md (Configuration) says what each "
       "variable means. Read here, with their defaults:\n";
   for (const auto& [name, fallback] : names.variables()) {
     std::string line = "  " + name;
     if (!fallback.empty())
       line += std::string(line.size() < 40 ? 40 - line.size() : 1, ' ') + fallback;
-    footer += line + "\n";
+    text += line + "\n";
   }
-  footer += usage.exit_codes;
+  return text;
+}
+
+std::optional<int> HandleServiceArguments(int argc, char** argv, const ServiceUsage& usage,
+                                          const std::string& version) {
+  if (argc <= 1) return std::nullopt;
+  std::string footer = VariablesHelp(usage.read_config) + usage.exit_codes;
   CLI::App app{usage.description, usage.name};
   app.set_version_flag("--version", usage.name + " " + version);
   app.footer(footer);

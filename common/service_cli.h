@@ -29,6 +29,10 @@ struct ServiceUsage {
 // reading /proc/<pid>/mem and /proc/<pid>/environ. False, with errno, when either call failed.
 bool DisableCoreDumps();
 
+// The part of a --help that lists the variables `read_config` reads, with their defaults, one a
+// line (tests/integration/config_agree.py parses it).
+std::string VariablesHelp(const std::function<void(ConfigReader&)>& read_config);
+
 // nullopt: no argument, run the service. Otherwise the process's exit code: 0 after --help or
 // --version (printed on stdout), 2 for anything else (the error on stderr).
 std::optional<int> HandleServiceArguments(int argc, char** argv, const ServiceUsage& usage,

@@ -148,7 +148,7 @@ StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSett
                         Join(want_subjects));
   }
   if (LowersMaxBytes(want, *have) && held_bytes > want.max_bytes) {
-    conflicts.push_back("max bytes " + FormatBytes(want.max_bytes) + " is below the " +
+    conflicts.push_back("max bytes " + FormatSize(want.max_bytes) + " is below the " +
                         std::to_string(held_bytes) +
                         " bytes it holds: JetStream would delete its oldest messages to fit (let "
                         "it drain below the limit, or raise the limit)");
@@ -184,7 +184,7 @@ StreamPlan PlanStream(const StreamSettings& want, const std::optional<StreamSett
                            size(want.max_msg_size));
   }
   if (have->max_bytes != want.max_bytes) {
-    auto size = [](int64_t v) { return v < 0 ? std::string("unlimited") : FormatBytes(v); };
+    auto size = [](int64_t v) { return v < 0 ? std::string("unlimited") : FormatSize(v); };
     plan.changes.push_back("max bytes " + size(have->max_bytes) + " -> " + size(want.max_bytes));
   }
   if (have->discard != want.discard) {

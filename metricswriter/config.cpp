@@ -4,8 +4,6 @@
 
 namespace mw {
 
-std::optional<int64_t> ParseBytes(std::string_view text) { return common::ParseBytes(text); }
-
 WriterOptions ReadWriterOptions(common::ConfigReader& r) {
   using std::chrono::hours;
   using std::chrono::milliseconds;
@@ -31,19 +29,8 @@ WriterOptions ReadWriterOptions(common::ConfigReader& r) {
   o.retry_max = r.Duration("METRICSWRITER_RETRY_MAX", seconds(10), milliseconds(100), minutes(10));
   o.retry_base = std::min(o.retry_base, o.retry_max);
   o.too_large_retry = r.Duration("METRICSWRITER_DLQ_RETRY", seconds(60), seconds(1), hours(1));
-  {
-    constexpr const char* kName = "METRICSWRITER_MAX_BYTES_IN_FLIGHT";
-    constexpr int64_t kMin = int64_t{1} << 20, kMax = int64_t{16} << 30;
-    const std::string text = r.String(kName, "64MiB");
-    const auto bytes = ParseBytes(text);
-    if (!bytes) {
-      r.Fail(kName, "is not a size (a number of bytes, or a number and KiB, MiB or GiB)");
-    } else if (*bytes < kMin || *bytes > kMax) {
-      r.Fail(kName, "must be between 1MiB and 16GiB");
-    } else {
-      o.max_bytes_in_flight = *bytes;
-    }
-  }
+  o.max_bytes_in_flight = r.Size("METRICSWRITER_MAX_BYTES_IN_FLIGHT", int64_t{64} << 20,
+                                 int64_t{1} << 20, int64_t{16} << 30);
   o.consumer.stream = common::topology::kApiMetrics;
   o.consumer.durable = r.String("METRICSWRITER_CONSUMER", "metricswriter");
   o.consumer.filter_subject = std::string(common::topology::kApiMetricsSubjectPrefix) + "*";
@@ -58,6 +45,13 @@ WriterOptions ReadWriterOptions(common::ConfigReader& r) {
   // as big as a server allows (64 MiB), so a fetch can never be dropped as a slow consumer.
   o.consumer.pending_bytes_limit = o.max_bytes_in_flight + (int64_t{64} << 20);
   return o;
+}
+
+ServiceConfig ReadServiceConfig(common::ConfigReader& r) {
+  ServiceConfig c;
+  c.common = common::ReadCommonConfig(r, kDefaultMetricsListen);
+  c.writer = ReadWriterOptions(r);
+  return c;
 }
 
 }  // namespace mw

@@ -3,8 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <string_view>
 
 #include "common/config.h"
 #include "metricswriter/writer.h"
@@ -16,8 +14,12 @@ inline constexpr int64_t kMaxAckPending = 10'000;
 
 WriterOptions ReadWriterOptions(common::ConfigReader& r);
 
-// A size as written in the environment: a number of bytes, or a number followed by KiB, MiB or
-// GiB ("64MiB"). nullopt when it is neither.
-std::optional<int64_t> ParseBytes(std::string_view text);
+// Everything the metricswriter reads from the environment: what --help lists and what it runs
+// with (tests/integration/config_agree.py holds README's table to the same list).
+struct ServiceConfig {
+  common::CommonConfig common;
+  WriterOptions writer;
+};
+ServiceConfig ReadServiceConfig(common::ConfigReader& r);
 
 }  // namespace mw

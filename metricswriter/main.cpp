@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "common/config.h"
 #include "common/http_server.h"
@@ -17,6 +18,7 @@
 #include "common/version.h"
 #include "metricswriter/config.h"
 #include "metricswriter/writer.h"
+#include "metricswriter/writer_metrics.h"
 
 namespace {
 
@@ -27,10 +29,7 @@ common::ServiceUsage Usage() {
       "metricswriter: drains the API_METRICS stream (OTLP metric batches) into PostgreSQL, each "
       "batch exactly once or dead-lettered to API_DLQ with its reason; serves /metrics and "
       "/healthz.";
-  u.read_config = [](common::ConfigReader& r) {
-    common::ReadCommonConfig(r, mw::kDefaultMetricsListen);
-    mw::ReadWriterOptions(r);
-  };
+  u.read_config = [](common::ConfigReader& r) { mw::ReadServiceConfig(r); };
   u.exit_codes =
       "Exit codes: 0 stopped by SIGTERM or SIGINT; 1 the writer stopped on an error it cannot "
       "retry (e.g. a failed migration); 2 usage or configuration error (also a METRICS_LISTEN "
@@ -50,8 +49,9 @@ int main(int argc, char** argv) {
   mw::WriterOptions options;
   try {
     auto reader = common::ConfigReader::FromProcess();
-    common = common::ReadCommonConfig(reader, mw::kDefaultMetricsListen);
-    options = mw::ReadWriterOptions(reader);
+    mw::ServiceConfig all = mw::ReadServiceConfig(reader);
+    common = std::move(all.common);
+    options = std::move(all.writer);
     reader.Finish();
   } catch (const common::ConfigError& e) {
     std::fprintf(stderr, "metricswriter: %s\n", e.what());
@@ -60,6 +60,10 @@ int main(int argc, char** argv) {
   common::SetUpLogging("metricswriter", common.log_level, common.log_format);
 
   common::metrics::Registry registry;
+  // Registered now, not when this instance first leads: every series is there from the start,
+  // at 0 (a follower's too); each leadership term's Writer takes the same families.
+  const mw::WriterMetrics at_start(registry);
+  common::LeaseKeeper::RegisterMetrics(registry, "metricswriter");
   // /healthz answers from the start, 503 until NATS is reached. The connection is declared
   // before the server, so the server (and its health callback) goes first.
   std::unique_ptr<common::NatsClient> nats;

@@ -47,7 +47,8 @@ WriterMetrics::WriterMetrics(common::metrics::Registry& r)
           r.AddGauge("metricswriter_series_cache_entries", "Series ids held in memory.").Get()),
       database_up(r.AddGauge("metricswriter_database_up",
                              "1 when the last PostgreSQL transaction or connection succeeded, "
-                             "0 while the database is unavailable and batches are held.")
+                             "0 while the database is unavailable and batches are held (and on "
+                             "an instance that has not led yet: it has no connection).")
                       .Get()),
       database_retries(
           r.AddCounter("metricswriter_database_retries_total",
@@ -83,6 +84,11 @@ WriterMetrics::WriterMetrics(common::metrics::Registry& r)
   // Present from the start: an alert on increase() needs a sample before the first failure.
   DlqPublishFailures("too_large");
   DlqPublishFailures("unavailable");
+  // Every label set known at start, at 0: a rate() panel or an increase() alert reads 0, not
+  // "no data", before the first event.
+  for (size_t t = 0; t < kMetricTypes; ++t) Points(static_cast<MetricType>(t));
+  for (const char* reason : kDeadLetterReasons) dead_lettered.With({reason});
+  for (const char* kind : {"retryable", "permanent"}) database_retries.With({kind});
 }
 
 }  // namespace mw

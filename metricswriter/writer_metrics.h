@@ -9,6 +9,11 @@
 
 namespace mw {
 
+// The reason label of metricswriter_dead_lettered_total: every one DeadLetter() is given
+// (writer_intake.cpp, writer.cpp); preset at 0.
+inline constexpr const char* kDeadLetterReasons[] = {
+    "decode", "content_type", "invalid_id", "invalid_subject", "db_rejected", "crash_loop"};
+
 struct WriterMetrics {
   explicit WriterMetrics(common::metrics::Registry& r);
 

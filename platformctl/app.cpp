@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/nats_client.h"
+#include "common/service_cli.h"
 #include "common/timefmt.h"
 #include "platformctl/dlq_cli.h"
 #include "platformctl/exporter.h"
@@ -29,13 +30,22 @@ constexpr const char* kExitCodes =
 struct Shared {
   common::CommonConfig common;
   common::TopologyConfig topology;
+  std::string database_url;  // migrate
 };
+
+// Everything platformctl reads from the environment: what --help lists and what it runs with
+// (tests/integration/config_agree.py holds README's table to the same list). No METRICS_LISTEN:
+// `streams --serve` takes its address as an argument.
+void ReadEnvironment(common::ConfigReader& reader, Shared& shared) {
+  shared.common = common::ReadCommonConfig(reader, "");
+  shared.topology = common::ReadTopologyConfig(reader);
+  shared.database_url = reader.Optional("DATABASE_URL").value_or("");
+}
 
 // Configuration errors are usage errors: print every bad variable and exit 2.
 bool ReadConfig(Shared& shared, int replicas_override) {
   auto reader = common::ConfigReader::FromProcess();
-  shared.common = common::ReadCommonConfig(reader, "127.0.0.1:0");
-  shared.topology = common::ReadTopologyConfig(reader);
+  ReadEnvironment(reader, shared);
   if (replicas_override > 0) shared.topology.replicas = replicas_override;
   try {
     reader.Finish();
@@ -71,7 +81,11 @@ int Main(int argc, char** argv, const std::string& version) {
   common::NatsLibraryGuard nats_guard;
   CLI::App app{"platformctl: provisioning, stream backlog and DLQ tools for the core workers"};
   app.set_version_flag("--version", "platformctl " + version);
-  app.footer(kExitCodes);
+  app.footer(common::VariablesHelp([](common::ConfigReader& r) {
+               Shared ignored;
+               ReadEnvironment(r, ignored);
+             }) +
+             kExitCodes);
   app.require_subcommand(1);
 
   int replicas = 0;
@@ -103,6 +117,11 @@ int Main(int argc, char** argv, const std::string& version) {
       "Read again every SECONDS (default 5) until Ctrl-C, each reading printed with the rates "
       "in and out and the time to clear since the one before (--json: one object per line)");
   watch_opt->expected(0, 1);
+  bool dlq_reasons = false;
+  streams->add_flag("--dlq-reasons", dlq_reasons,
+                    "With --serve: also count WEB_DLQ's and API_DLQ's messages by reason "
+                    "(jetstream_dlq_messages), reading the new dead letters' headers at each "
+                    "reading (its NATS user needs a consumer on the DLQs)");
   std::string serve;
   streams->add_option("--serve", serve,
                       "Run as a Prometheus exporter on HOST:PORT (/metrics, /healthz) until "
@@ -191,12 +210,11 @@ int Main(int argc, char** argv, const std::string& version) {
     return queue::RunQueueMove(**client, move, std::cout, std::cerr);
   }
   if (*migrate) {
-    const char* url = std::getenv("DATABASE_URL");
-    if (url == nullptr || *url == '\0') {
+    if (shared.database_url.empty()) {
       std::cerr << "platformctl: DATABASE_URL is required (a libpq URL or conninfo)\n";
       return kExitUsage;
     }
-    return Migrate(url, std::cout, std::cerr);
+    return Migrate(shared.database_url, std::cout, std::cerr);
   }
   if (*streams) {
     auto d = common::ParseDuration(interval);
@@ -210,11 +228,13 @@ int Main(int argc, char** argv, const std::string& version) {
     if (!serve.empty()) {
       ExporterOptions e{serve, streams_options.only, std::chrono::seconds(10)};
       if (streams->count("--interval") > 0) e.interval = *d;
+      e.dlq_reasons = dlq_reasons;
       return ServeStreams(shared.common, e);
     }
     if (watch_opt->count() > 0) {
       double seconds = 5;
-      if (!watch.empty()) {
+      // CLI11 2.1 gives "--watch" without a value as one empty value: the default.
+      if (!watch.empty() && !watch[0].empty()) {
         char* end = nullptr;
         seconds = std::strtod(watch[0].c_str(), &end);
         if (end == watch[0].c_str() || *end != '\0' || !(seconds >= 0.5 && seconds <= 3600)) {

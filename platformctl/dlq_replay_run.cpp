@@ -193,7 +193,7 @@ int RunReplay(RunEnv& env, const QueueInfo& q, const Selection& sel, const Repla
     if (!o.progress) return true;
     std::string why;
     if (o.progress(next_seq, summary, batch.size() == 0, why)) return true;
-    summary.MarkStopped(why);
+    summary.MarkStopped(why.empty() ? "stopped by its task record" : why);
     return false;
   };
   Progress progress(env.err, env.progress);

@@ -142,8 +142,7 @@ std::string ResumeRefusal(const TaskRecord& t, int64_t now_ms) {
   switch (t.state) {
     case TaskState::kDone:
       return "it is done";
-    case TaskState::kCancelled:
-      return "it was cancelled";
+    case TaskState::kCancelled:  // resumed where it was cancelled (ResumeBlockedBy first)
     case TaskState::kStopped:
       return "";
     case TaskState::kRunning:
@@ -169,6 +168,15 @@ std::vector<std::string> BlockingTasks(const std::vector<TaskRecord>& others,
     if (t.queue == queue && HoldsQueue(t)) out.push_back(t.name);
   }
   return out;
+}
+
+std::vector<std::string> ResumeBlockedBy(const TaskRecord& t, const std::vector<TaskRecord>& all) {
+  if (t.state != TaskState::kCancelled || t.parallel) return {};
+  std::vector<TaskRecord> others;
+  for (const auto& o : all) {
+    if (o.name != t.name) others.push_back(o);
+  }
+  return BlockingTasks(others, t.queue);
 }
 
 }  // namespace platformctl::dlq

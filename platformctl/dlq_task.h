@@ -64,8 +64,12 @@ bool RunnerGone(const TaskRecord& t, int64_t now_ms);
 // The state a person should read: "running", "running, runner gone 45s", "cancelling", ...
 std::string TaskStatus(const TaskRecord& t, int64_t now_ms);
 
-// Why the task cannot be resumed now (empty: it can): a live runner, or it is finished.
+// Why the task cannot be resumed now (empty: it can): a live runner, or it is done. A stopped
+// or cancelled task resumes where it stopped (a cancelled one once ResumeBlockedBy is empty).
 std::string ResumeRefusal(const TaskRecord& t, int64_t now_ms);
+// A cancelled task no longer holds its DLQ, so another task may have taken it since: the
+// tasks that hold the DLQ now and keep it from being resumed (none for a --allow-parallel task).
+std::vector<std::string> ResumeBlockedBy(const TaskRecord& t, const std::vector<TaskRecord>& all);
 // True when the task still holds its DLQ: not finished (running, cancelling, stopped).
 bool HoldsQueue(const TaskRecord& t);
 // The tasks among `others` that keep a new task on `queue` from starting (one per DLQ unless

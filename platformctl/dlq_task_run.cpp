@@ -198,7 +198,10 @@ class Keeper {
 
   // False (with why) when the record says stop: cancelled, or another runner took it over.
   bool Write(std::string& why, bool force) {
-    if (cancelled_ || lost_) return false;
+    if (cancelled_ || lost_) {
+      why = stop_why_;  // seen by an earlier write whose answer was not asked for
+      return false;
+    }
     int64_t now = NowMs();
     if (!force && now - t_.updated_ms < kTaskHeartbeatMs) return true;
     ProgressLine(now);
@@ -216,12 +219,12 @@ class Keeper {
   bool Reload(std::string& why) {
     auto l = Load(kv_, t_.name);
     if (!l || !*l) {
-      why = "the task's record could not be read back: stopped";
+      why = stop_why_ = "the task's record could not be read back: stopped";
       lost_ = true;
       return false;
     }
     if ((*l)->t.runner != t_.runner) {
-      why = "taken over by " + (*l)->t.runner + ": stopped here";
+      why = stop_why_ = "taken over by " + (*l)->t.runner + ": stopped here";
       lost_ = true;
       return false;
     }
@@ -229,7 +232,7 @@ class Keeper {
     if ((*l)->t.state == TaskState::kCancelling) {
       cancelled_ = true;
       t_.note = (*l)->t.note;
-      why = "cancelled" + (t_.note.empty() ? std::string() : " (" + t_.note + ")");
+      why = stop_why_ = "cancelled" + (t_.note.empty() ? std::string() : " (" + t_.note + ")");
       return false;
     }
     std::string again;
@@ -271,6 +274,7 @@ class Keeper {
   TaskRecord base_;  // the counts before this run (a resumed task's earlier runs)
   bool cancelled_ = false;
   bool lost_ = false;
+  std::string stop_why_;  // why the run stops, once cancelled_ or lost_
   bool json_ = false;
   int64_t last_line_ms_ = 0;
   static constexpr int64_t kProgressEveryMs = 5'000;
@@ -295,7 +299,7 @@ int RunTask(RunEnv& env, common::KvBucket& kv, Loaded l, ReplayOptions o) {
             << " of " << t.end_seq << "; in all its runs: replayed " << t.replayed
             << ", already there " << t.already << ", skipped " << t.skipped << ", failed "
             << t.failed << "\n";
-    if (t.state == TaskState::kStopped) {
+    if (t.state == TaskState::kStopped || t.state == TaskState::kCancelled) {
       env.out << "resume it with: platformctl dlq task resume " << t.name << "\n";
     }
   }
@@ -356,6 +360,20 @@ int RunTaskResume(RunEnv& env, const std::string& name, bool json) {
   if (!*l) return Refuse(env, "no task named " + Printable(name));
   std::string refusal = ResumeRefusal((*l)->t, NowMs());
   if (!refusal.empty()) return Refuse(env, "task " + name + " cannot be resumed: " + refusal);
+  if ((*l)->t.state == TaskState::kCancelled && !(*l)->t.parallel) {
+    // A cancelled task let go of its DLQ: another task may hold it now.
+    auto all = LoadAll(**kv);
+    if (!all) return FailTask(env, all.error());
+    auto blocking = ResumeBlockedBy((*l)->t, *all);
+    if (!blocking.empty()) {
+      std::string names;
+      for (const auto& n : blocking) names += (names.empty() ? "" : ", ") + n;
+      return Refuse(env, "task " + name + " cannot be resumed now: task " + names +
+                             " holds its DLQ (when that one is done or cancelled: platformctl "
+                             "dlq task resume " +
+                             name + ")");
+    }
+  }
   // A record written by an earlier version, or by hand, may hold a destination refused now;
   // checked before taking the task over, so it stays as it was and can be cancelled.
   if (auto q = ParseQueue((*l)->t.queue)) {

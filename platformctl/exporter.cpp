@@ -8,11 +8,15 @@
 #include <limits>
 #include <memory>
 
+#include "common/dead_letter.h"
 #include "common/http_server.h"
 #include "common/nats_client.h"
 #include "common/stop_signal.h"
 #include "common/timefmt.h"
 #include "platformctl/app.h"
+#include "platformctl/dlq_reasons.h"
+#include "platformctl/dlq_run.h"
+#include "platformctl/dlq_select.h"
 #include "platformctl/streams.h"
 
 namespace platformctl {
@@ -98,6 +102,17 @@ StreamGauges::StreamGauges(common::metrics::Registry& r)
       waiting_pulls_(r.AddGauge("jetstream_consumer_waiting_pulls",
                                 H("Pull requests waiting: a consumer asking for more."),
                                 kConsumer)),
+      dlq_messages_(r.AddGauge(
+          "jetstream_dlq_messages",
+          "Dead letters held by a DLQ by reason: the Sa-Dlq-Reason sentence up to its first ':' "
+          "(at most 32 per DLQ, then other; none without one). Read by platformctl streams "
+          "--serve --dlq-reasons from the dead letters' headers, new sequences only; "
+          "jetstream_dlq_unread_messages says how many are not counted yet.",
+          {"stream", "reason"})),
+      dlq_unread_(r.AddGauge("jetstream_dlq_unread_messages",
+                             "Dead letters held whose reason jetstream_dlq_messages does not count "
+                             "yet (read at most 10,000 a reading; 0 once caught up).",
+                             kStream)),
       read_ts_(r.AddGauge("jetstream_read_timestamp_seconds",
                           "Unix time of the last successful reading of JetStream (0 = none yet).")
                    .Get()),
@@ -184,6 +199,16 @@ void StreamGauges::Blank(const std::set<Key>& gone_streams, const std::set<Key>&
   }
 }
 
+void StreamGauges::RecordDlqReasons(const std::string& stream,
+                                    const std::map<std::string, uint64_t>& counts,
+                                    uint64_t unread) {
+  std::lock_guard lock(mu_);
+  for (const auto& [reason, n] : counts) {
+    dlq_messages_.With({stream, reason}).Set(static_cast<double>(n));
+  }
+  dlq_unread_.With({stream}).Set(static_cast<double>(unread));
+}
+
 void StreamGauges::RecordFailure() {
   std::lock_guard lock(mu_);
   read_ok_.Set(0);
@@ -194,6 +219,52 @@ int64_t StreamGauges::last_read_ns() const {
   std::lock_guard lock(mu_);
   return last_read_ns_;
 }
+
+namespace {
+
+// --dlq-reasons: the new sequences of each DLQ read, headers only (the payload never reaches
+// us), into its tally, and the gauges set. A walk that fails is said once and tried again at the
+// next reading from where it stopped; the stream gauges are not affected.
+void CountDlqReasons(common::NatsClient& nats, const std::vector<StreamReading>& readings,
+                     const ExporterOptions& options, std::map<std::string, DlqReasonTally>& tallies,
+                     StreamGauges& gauges, bool& failing) {
+  for (const auto& r : readings) {
+    std::optional<dlq::QueueInfo> q;
+    for (auto queue : {dlq::Queue::kWeb, dlq::Queue::kApi}) {
+      if (dlq::InfoFor(queue).dlq_stream == r.name) q = dlq::InfoFor(queue);
+    }
+    if (!q) continue;
+    DlqReasonTally& tally = tallies[r.name];
+    if (auto range =
+            tally.Plan(r.first_seq, r.last_seq, r.messages, options.dlq_reasons_per_reading)) {
+      auto walk = dlq::OpenWalk(nats, *q, q->dlq_prefix + "*", range->from, 0, range->to,
+                                /*headers_only=*/true);
+      common::Status st = common::Status::Ok();
+      if (!walk) st = walk.error();
+      while (walk && st) {
+        auto m = walk->browser->Next();
+        if (!m) {
+          st = m.error();
+        } else if (!*m) {
+          tally.Walked(range->to);
+          break;
+        } else {
+          tally.Add((*m)->seq, (*m)->Header(common::dead_letter::kReason));
+        }
+      }
+      if (!st) {
+        if (!failing) spdlog::warn("cannot read {}'s reasons: {}", r.name, st.error().message);
+        failing = true;
+      } else if (failing) {
+        spdlog::info("reading the DLQs' reasons again");
+        failing = false;
+      }
+    }
+    gauges.RecordDlqReasons(r.name, tally.Counts(), tally.Unread(r.messages));
+  }
+}
+
+}  // namespace
 
 int ServeStreams(const common::CommonConfig& common, const ExporterOptions& options) {
   // A service logs at the configured level (platformctl's commands quieten "info" to "warn").
@@ -208,6 +279,8 @@ int ServeStreams(const common::CommonConfig& common, const ExporterOptions& opti
   std::atomic<common::NatsClient*> connected{nullptr};
   std::mutex read_mu;    // one reading at a time, even with concurrent scrapes
   bool failing = false;  // guarded by read_mu: log when readings start and stop failing
+  std::map<std::string, DlqReasonTally> tallies;  // guarded by read_mu: --dlq-reasons
+  bool dlq_failing = false;                       // guarded by read_mu
   auto read_once = [&]() {
     common::NatsClient* n = connected.load();
     if (n == nullptr) return;  // not connected yet: nothing read, no failure counted
@@ -224,6 +297,7 @@ int ServeStreams(const common::CommonConfig& common, const ExporterOptions& opti
     if (failing) spdlog::info("reading JetStream again");
     failing = false;
     gauges.Record(*readings, took);
+    if (options.dlq_reasons) CountDlqReasons(*n, *readings, options, tallies, gauges, dlq_failing);
   };
   const bool per_scrape = options.interval.count() == 0;
   if (per_scrape) registry.AddCollector(read_once);

@@ -29,6 +29,10 @@ struct ExporterOptions {
   std::string listen;               // host:port of /metrics and /healthz
   std::vector<std::string> only;    // stream names; empty = every stream on the server
   common::Millis interval{10'000};  // between readings; 0 = one reading per scrape
+  // --dlq-reasons: also count WEB_DLQ's and API_DLQ's messages by reason (dlq_reasons.h),
+  // reading at most this many new sequences of each per reading.
+  bool dlq_reasons = false;
+  uint64_t dlq_reasons_per_reading = 10'000;
 };
 
 class StreamGauges {
@@ -40,6 +44,9 @@ class StreamGauges {
   void Record(const std::vector<platformctl::backlog::StreamReading>& readings,
               double read_seconds);
   void RecordFailure();
+  // A DLQ's messages by reason label (DlqReasonTally::Counts) and those not counted yet.
+  void RecordDlqReasons(const std::string& stream, const std::map<std::string, uint64_t>& counts,
+                        uint64_t unread);
 
   // Unix ns of the last successful reading (0 = none yet).
   int64_t last_read_ns() const;
@@ -76,6 +83,8 @@ class StreamGauges {
   common::metrics::Family<common::metrics::Gauge>& last_delivered_ts_;
   common::metrics::Family<common::metrics::Gauge>& last_ack_ts_;
   common::metrics::Family<common::metrics::Gauge>& waiting_pulls_;
+  common::metrics::Family<common::metrics::Gauge>& dlq_messages_;  // {stream, reason}
+  common::metrics::Family<common::metrics::Gauge>& dlq_unread_;    // {stream}
   common::metrics::Gauge& read_ts_;
   common::metrics::Gauge& read_seconds_;
   common::metrics::Gauge& read_ok_;

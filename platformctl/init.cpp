@@ -13,7 +13,7 @@ namespace {
 
 // 13557039104 -> "12.63GiB"; an exact unit stays exact ("4GiB").
 std::string Human(int64_t bytes) {
-  const std::string exact = common::FormatBytes(bytes);
+  const std::string exact = common::FormatSize(bytes);
   if (bytes < (int64_t{1} << 20) || exact.find("GiB") != std::string::npos) return exact;
   const bool gib = bytes >= (int64_t{1} << 30);
   char buf[32];

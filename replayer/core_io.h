@@ -163,7 +163,8 @@ struct Note {
     kDroppedByUmami,     // seq: a bot, nothing stored
     kDuplicateSkipped,   // seq: stored before; acked without a send
     kDeadLettered,       // seq, subject, code, text: reason, detail: Umami's last answer
-    kSendDone,           // process, seconds, count: events in it (a batch: more than 1)
+    kSendDone,           // process, seconds, count: events in it (a batch: more than 1),
+                         // status: 1 when Umami answered it as a batch (a batch reply)
     kSendFailed,         // process, status, seq, text: answer excerpt
     kSendStuck,          // process, seq, first: no answer by the send timeout plus a grace
     kOutageRetried,      // process, seq

@@ -58,7 +58,7 @@ ReplayerConfig ReadReplayerConfig(common::ConfigReader& r) {
       static_cast<int>(r.Int("REPLAYER_SENDS_PER_PROCESS", c.sends_per_process, 1, 4096));
   c.max_in_flight = static_cast<int>(r.Int("REPLAYER_MAX_IN_FLIGHT", c.max_in_flight, 1, 100000));
   c.max_bytes_in_flight =
-      r.Int("REPLAYER_MAX_BYTES_IN_FLIGHT", c.max_bytes_in_flight, 1 << 20, int64_t{1} << 40);
+      r.Size("REPLAYER_MAX_BYTES_IN_FLIGHT", c.max_bytes_in_flight, 1 << 20, int64_t{1} << 40);
   c.ack_wait =
       r.Duration("REPLAYER_ACK_WAIT", c.ack_wait, common::Millis(3000), common::Millis(600'000));
   c.send_timeout = r.Duration("REPLAYER_SEND_TIMEOUT", c.send_timeout, common::Millis(100),
@@ -94,6 +94,9 @@ common::ConsumerSpec ConsumerSpecFor(const ReplayerConfig& cfg) {
   spec.ack_wait = cfg.ack_wait;
   // Above the in-flight limit, so the server never stops delivering before we do.
   spec.max_ack_pending = cfg.max_in_flight + 100;
+  // Room in nats.c for what one fetch asks for (at most the byte budget) plus one message as big
+  // as a server allows (64 MiB), so a fetch is never dropped as a slow consumer's.
+  spec.pending_bytes_limit = cfg.max_bytes_in_flight + (int64_t{64} << 20);
   return spec;
 }
 

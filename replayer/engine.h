@@ -35,7 +35,9 @@ struct ReplayerConfig {
   int sends_per_process = 32;
   int max_in_flight = 900;                   // messages held
   int64_t max_bytes_in_flight = 64ll << 20;  // bytes held (payload and headers)
-  int64_t max_message_bytes = 1ll << 20;     // the server's max payload (read at start)
+  // The least room a fetch asks for; a bigger message (the server allows 8 MB) does not fit
+  // the room and is fetched alone (engine_workers.cpp), the one message the budget may go over.
+  int64_t max_message_bytes = 1ll << 20;
   common::Millis ack_wait{30'000};
   common::Millis send_timeout{30'000};
   common::Millis check_cache{3'000};

@@ -73,10 +73,15 @@ void EngineCore::State::OnBatchAnswer(uint64_t eid, Held& h, const HttpAnswer& a
   ids.insert(ids.end(), h.batch.begin(), h.batch.end());
   EndSend(h);
   p.send_stuck_noted = false;
+  // Only a batch reply is a batch Umami answered (the batch counters count those); a 404/405
+  // (no route) or a 2xx of another shape goes again through /api/send.
+  const bool answered_2xx = a.status >= 200 && a.status < 300;
+  BatchReply r = answered_2xx ? ParseBatchReply(a.body, ids.size()) : BatchReply{};
   Note& sent = Tell(Note::Kind::kSendDone);
   sent.process = pi;
   sent.seconds = a.seconds;
   sent.count = static_cast<int64_t>(ids.size());
+  sent.status = r.readable ? 1 : 0;
   if (BatchRouteMissing(a.status)) {
     // No such route: nothing was stored. Every event waits again, uncharged; the head goes on
     // through /api/send (a downgraded Umami, or 2.10).
@@ -98,7 +103,6 @@ void EngineCore::State::OnBatchAnswer(uint64_t eid, Held& h, const HttpAnswer& a
     OnSendFailed(eid, h, a.status, a.body, now);
     return;
   }
-  BatchReply r = ParseBatchReply(a.body, ids.size());
   if (!r.readable) {
     // A 2xx that is no batch reply (a proxy's page): which events Umami stored is unknown. They
     // go again through /api/send, where a 2xx is understood: a stored one is stored twice,

@@ -59,7 +59,7 @@ void Engine::State::Observe(const Note& n) {
       break;
     case Note::Kind::kSendDone:
       send_seconds[n.process]->Observe(n.seconds);
-      if (n.count > 1) {
+      if (n.count > 1 && n.status == 1) {  // answered as a batch
         m.batches.Inc();
         m.batched_events.Inc(static_cast<double>(n.count));
       }

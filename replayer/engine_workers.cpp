@@ -87,11 +87,20 @@ void Workers::FetchLoop() {
       fetch_.reset();
     }
     Fetched f;
-    auto batch = consumer_.Fetch(req.max_messages, kFetchWait);
+    // The core's byte limit goes to the server with the request, so a fetch never brings more
+    // than the budget has room for (the server counts subject, reply and headers too, so what
+    // the core charges per message is never more than what the server counted).
+    auto batch = consumer_.Fetch(req.max_messages, req.max_bytes, kFetchWait);
+    if (batch && batch->messages.empty() && batch->next_exceeds_max_bytes) {
+      // The next message is bigger than the room the core asked with (at least
+      // max_message_bytes, 1 MiB; the server allows bigger ones): it is taken alone, the one
+      // message the budget may go over by, or it would wait for room that never comes.
+      batch = consumer_.Fetch(1, 0, kFetchWait);
+    }
     if (!batch) {
       f.error = batch.error().message;  // answered at once; the core waits before the next
     } else {
-      f.messages = std::move(*batch);
+      f.messages = std::move(batch->messages);
       f.deliveries.reserve(f.messages.size());
       for (const auto& msg : f.messages) {
         Delivery d;

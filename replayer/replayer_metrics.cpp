@@ -50,8 +50,13 @@ ReplayerMetrics::ReplayerMetrics(common::metrics::Registry& r)
                .Get()),
       held_bytes(r.AddGauge("replayer_held_bytes",
                             "Payload and header bytes of the messages held (limit "
-                            "REPLAYER_MAX_BYTES_IN_FLIGHT).")
+                            "REPLAYER_MAX_BYTES_IN_FLIGHT, exceeded by at most one "
+                            "message).")
                      .Get()),
+      held_bytes_limit(r.AddGauge("replayer_held_bytes_limit",
+                                  "REPLAYER_MAX_BYTES_IN_FLIGHT: the most replayer_held_bytes "
+                                  "may reach (plus one message).")
+                           .Get()),
       tokens_ignored(r.AddCounter("replayer_cache_tokens_ignored_total",
                                   H("2xx answers of a stored event whose token place held no "
                                     "JWT-shaped token (ignored: the visitor's next event goes "
@@ -95,14 +100,27 @@ ReplayerMetrics::ReplayerMetrics(common::metrics::Registry& r)
                              "has none (Umami 2.10: events go one by one to /api/send).",
                              {"process"})),
       batches(r.AddCounter("replayer_batches_sent_total",
-                           H("POST /api/batch requests answered (any answer)."))
+                           H("POST /api/batch requests Umami answered as a batch (a batch "
+                             "reply; a 404 or 405, no such route, is not counted)."))
                   .Get()),
-      batched_events(
-          r.AddCounter("replayer_batched_events_total", H("Events sent inside those batches."))
-              .Get()) {
+      batched_events(r.AddCounter("replayer_batched_events_total",
+                                  H("Events sent inside those batches (answered as batches)."))
+                         .Get()) {
   // Present from the start, so an alert on their increase has a series to read.
   dlq_publish_failures.With({"too_large"});
   dlq_publish_failures.With({"unavailable"});
+}
+
+void ReplayerMetrics::Preset(const std::vector<std::string>& processes,
+                             int64_t max_bytes_in_flight) {
+  for (const auto& code : kDeadLetterCodes) dead_lettered.With({code});
+  for (const auto& url : processes) {
+    for (const auto& cls : kSendFailureClasses) send_failures.With({url, cls});
+    tokens_ignored.With({url});
+    send_seconds.With({url});
+    write_fault.With({url}).Set(0);
+  }
+  held_bytes_limit.Set(static_cast<double>(max_bytes_in_flight));
 }
 
 }  // namespace replayer

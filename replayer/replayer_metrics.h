@@ -4,7 +4,9 @@
 // not outlive it. Thread-safety: every metric is safe to update from any thread.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/metrics.h"
 
@@ -12,6 +14,14 @@ namespace replayer {
 
 struct ReplayerMetrics {
   explicit ReplayerMetrics(common::metrics::Registry& r);
+
+  // Every series whose labels are known at start, at 0, so a rate() or increase() reads 0, not
+  // "no data", before the first event: each dead-letter reason, and per Umami process its send
+  // failure classes, cache tokens ignored, send durations and write fault; the byte limit.
+  // Not preset: replayer_umami_process_up and replayer_umami_batch_route, whose 0 would say
+  // "down" and "no route" before anything was asked (the leader's engine sets them).
+  // Main thread, at start-up.
+  void Preset(const std::vector<std::string>& processes, int64_t max_bytes_in_flight);
 
   common::metrics::Counter& fetched;
   common::metrics::Counter& redeliveries_received;
@@ -26,6 +36,7 @@ struct ReplayerMetrics {
   common::metrics::Family<common::metrics::Gauge>& write_fault;  // {process}
   common::metrics::Gauge& held;
   common::metrics::Gauge& held_bytes;
+  common::metrics::Gauge& held_bytes_limit;  // REPLAYER_MAX_BYTES_IN_FLIGHT
   common::metrics::Family<common::metrics::Counter>& tokens_ignored;        // {process}
   common::metrics::Family<common::metrics::Counter>& dlq_publish_failures;  // {cause}
   common::metrics::Gauge& sending;
@@ -43,5 +54,12 @@ struct ReplayerMetrics {
 
 // The reason label of a dead-letter: the reason sentence itself is bounded (we write them all).
 inline const std::string kReasonPoison = "poison";
+
+// Every reason label the engine core gives a dead letter (its kCode* constants,
+// engine_core_state.h); preset at 0.
+inline const std::vector<std::string> kDeadLetterCodes = {"failed_4_times", "visitor_overflow",
+                                                          "poison", "crash_loop", "site_unknown"};
+// The class label of replayer_send_failures_total (engine_observe.cpp, FailureClass).
+inline const std::vector<std::string> kSendFailureClasses = {"network", "4xx", "5xx", "other"};
 
 }  // namespace replayer

@@ -27,10 +27,7 @@ common::ServiceUsage Usage() {
   u.description =
       "replayer: drains the WEB_EVENTS stream into Umami (POST /api/send), each event stored "
       "once or dead-lettered to WEB_DLQ with its reason; serves /metrics and /healthz.";
-  u.read_config = [](common::ConfigReader& r) {
-    common::ReadCommonConfig(r, "0.0.0.0:9464");
-    ReadReplayerConfig(r);
-  };
+  u.read_config = [](common::ConfigReader& r) { ReadServiceConfig(r); };
   u.exit_codes =
       "Exit codes: 0 stopped by SIGTERM or SIGINT; 2 usage or configuration error (also a "
       "METRICS_LISTEN that cannot be bound, a TLS file that cannot be loaded).";
@@ -39,15 +36,23 @@ common::ServiceUsage Usage() {
 
 }  // namespace
 
+ServiceConfig ReadServiceConfig(common::ConfigReader& r) {
+  ServiceConfig c;
+  c.common = common::ReadCommonConfig(r, kDefaultMetricsListen);
+  c.replayer = ReadReplayerConfig(r);
+  c.replayer.instance = c.common.instance;
+  c.http = ReadHttpPoolOptions(r);
+  return c;
+}
+
 int RunService(int argc, char** argv, const std::string& version) {
   if (auto rc = common::HandleServiceArguments(argc, argv, Usage(), version)) return *rc;
   common::StopSignal stop;  // first: blocks SIGTERM/SIGINT before any thread starts
   common::NatsLibraryGuard nats_guard;
   auto reader = common::ConfigReader::FromProcess();
-  auto common = common::ReadCommonConfig(reader, "0.0.0.0:9464");
-  auto config = ReadReplayerConfig(reader);
-  config.instance = common.instance;
-  (void)ReadHttpPoolOptions(reader);  // read again by the engine's HttpPool: checked here
+  ServiceConfig all = ReadServiceConfig(reader);
+  const common::CommonConfig& common = all.common;
+  ReplayerConfig& config = all.replayer;
   try {
     reader.Finish();
   } catch (const common::ConfigError& e) {
@@ -58,6 +63,8 @@ int RunService(int argc, char** argv, const std::string& version) {
 
   common::metrics::Registry registry;
   ReplayerMetrics metrics(registry);
+  metrics.Preset(config.umami_urls, config.max_bytes_in_flight);
+  common::LeaseKeeper::RegisterMetrics(registry, "replayer");  // replayer_leader 0 till it leads
   // /healthz answers from the start, 503 until NATS is reached. The connection is declared
   // before the server, so the server (and its health callback) goes first.
   std::unique_ptr<common::NatsClient> nats;

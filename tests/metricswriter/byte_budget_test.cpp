@@ -66,17 +66,17 @@ TEST_CASE("budget: the next message too big for the room is fetched alone", "[bu
 }
 
 TEST_CASE("config: sizes in bytes or with a binary unit", "[budget]") {
-  CHECK(mw::ParseBytes("64MiB") == 64 * kMiB);
-  CHECK(mw::ParseBytes("67108864") == 64 * kMiB);
-  CHECK(mw::ParseBytes("512KiB") == 512 * 1024);
-  CHECK(mw::ParseBytes("2GiB") == 2048 * kMiB);
-  CHECK(mw::ParseBytes("100B") == 100);
-  CHECK_FALSE(mw::ParseBytes("64MB"));
-  CHECK_FALSE(mw::ParseBytes("64 MiB"));
-  CHECK_FALSE(mw::ParseBytes("-1"));
-  CHECK_FALSE(mw::ParseBytes(""));
-  CHECK_FALSE(mw::ParseBytes("MiB"));
-  CHECK_FALSE(mw::ParseBytes("99999999999999999GiB"));
+  CHECK(common::ParseSize("64MiB") == 64 * kMiB);
+  CHECK(common::ParseSize("67108864") == 64 * kMiB);
+  CHECK(common::ParseSize("512KiB") == 512 * 1024);
+  CHECK(common::ParseSize("2GiB") == 2048 * kMiB);
+  CHECK(common::ParseSize("100B") == 100);
+  CHECK_FALSE(common::ParseSize("64MB"));
+  CHECK_FALSE(common::ParseSize("64 MiB"));
+  CHECK_FALSE(common::ParseSize("-1"));
+  CHECK_FALSE(common::ParseSize(""));
+  CHECK_FALSE(common::ParseSize("MiB"));
+  CHECK_FALSE(common::ParseSize("99999999999999999GiB"));
 }
 
 TEST_CASE("config: METRICSWRITER_MAX_BYTES_IN_FLIGHT", "[budget]") {

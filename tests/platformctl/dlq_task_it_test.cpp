@@ -86,12 +86,29 @@ TEST_CASE(
   // The counts are what happened: each replayed message is on WEB_EVENTS once, the rest kept.
   CHECK(dlqtest::Count(*client, "WEB_EVENTS") == replayed);
   CHECK(dlqtest::Count(*client, "WEB_DLQ") == 600 - replayed);
-  CHECK(dlqtest::Ctl(stack, "dlq task resume drain-1").rc == 2);  // cancelled: not resumable
-  // Once it is finished, another task may take WEB_DLQ.
-  auto rest = dlqtest::Ctl(stack, "dlq replay --queue web --all --task drain-3");
-  INFO(rest.out << rest.err);
-  CHECK(rest.rc == 0);
-  CHECK(Task(stack, "drain-3")["state"] == "done");
+  // The runner said why it stopped and how to go on (issue 36: "stopped early: ;").
+  const std::string said = testsupport::Capture("cat " + stack.dir() + "/r1.log");
+  INFO(said);
+  CHECK(said.find("stopped early: cancelled (cancelled by ") != std::string::npos);
+  CHECK(said.find("stopped early: ;") == std::string::npos);
+  CHECK(said.find("resume it with: platformctl dlq task resume drain-1") != std::string::npos);
+  // Once it is cancelled, another task may take WEB_DLQ, and the cancelled one cannot resume
+  // beside it; the refusal says how to go on.
+  auto other = StartCtl(stack, "dlq replay --queue web --all --rate 1/s --task drain-3",
+                        stack.dir() + "/r3.log");
+  REQUIRE(
+      testsupport::WaitFor([&] { return Task(stack, "drain-3")["state"] == "running"; }, 15'000));
+  auto blocked = dlqtest::Ctl(stack, "dlq task resume drain-1");
+  CHECK(blocked.rc == 2);
+  CHECK(blocked.err.find("task drain-3 holds its DLQ") != std::string::npos);
+  CHECK(blocked.err.find("platformctl dlq task resume drain-1") != std::string::npos);
+  CHECK(dlqtest::Ctl(stack, "dlq task cancel drain-3").rc == 0);
+  CHECK(other.Wait(15'000) == 1);
+  // Resumed where it was cancelled: the rest of its selection, nothing twice.
+  auto resumed = dlqtest::Ctl(stack, "dlq task resume drain-1");
+  INFO(resumed.out << resumed.err);
+  CHECK(resumed.rc == 0);
+  CHECK(Task(stack, "drain-1")["state"] == "done");
   CHECK(dlqtest::Count(*client, "WEB_EVENTS") == 600);
   CHECK(dlqtest::Count(*client, "WEB_DLQ") == 0);
   CHECK(dlqtest::AllOutput().find(dlqtest::kMarker) == std::string::npos);
@@ -221,4 +238,30 @@ TEST_CASE("streams --watch prints a reading every interval with the rates since 
   CHECK(more);
   CHECK(out.find("one reading, no rates") != std::string::npos);  // the first
   CHECK(dlqtest::Ctl(stack, "streams --watch 0").rc == 2);
+}
+
+// Issue 36: its help says "(default 5)", but `--watch` without a number exited 2.
+TEST_CASE("streams --watch alone reads every 5 s", "[integration][dlq]") {
+  TestStack stack({"nats"});
+  dlqtest::Init(stack);
+  const std::string log = stack.dir() + "/watch-default.log";
+  const auto started = std::chrono::steady_clock::now();
+  auto watch = StartCtl(stack, "streams --watch --stream WEB_DLQ", log);
+  auto readings = [&] {
+    std::string out = testsupport::ReadFile(log);
+    size_t n = 0;
+    for (size_t at = out.find("STREAM "); at != std::string::npos; at = out.find("STREAM ", at + 1))
+      ++n;
+    return n;
+  };
+  bool two = testsupport::WaitFor([&] { return readings() >= 2; }, 20'000);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  watch.Signal(SIGTERM);
+  CHECK(watch.Wait(5000) == 0);
+  std::string out = testsupport::ReadFile(log);
+  INFO(out);
+  REQUIRE(two);
+  CHECK(took >= 4.5);  // the second reading waited the default interval
+  CHECK(out.find("rates over ") != std::string::npos);  // the second, since the first
 }

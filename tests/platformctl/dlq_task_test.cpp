@@ -95,8 +95,27 @@ TEST_CASE("task: a runner is gone after 30 s without a heartbeat, and who may re
   CHECK(ResumeRefusal(t, at + 1000).empty());
   t.state = TaskState::kDone;
   CHECK_FALSE(ResumeRefusal(t, at).empty());
-  t.state = TaskState::kCancelled;
-  CHECK_FALSE(ResumeRefusal(t, at).empty());
+  t.state = TaskState::kCancelled;  // resumed where it was cancelled
+  CHECK(ResumeRefusal(t, at).empty());
+}
+
+TEST_CASE("task: a cancelled task resumes unless another task took its DLQ meanwhile",
+          "[dlq][task]") {
+  TaskRecord cancelled = Sample(), other = Sample(), api = Sample();
+  cancelled.state = TaskState::kCancelled;
+  other.name = "later";
+  api.name = "api-1";
+  api.queue = "api";
+  CHECK(ResumeBlockedBy(cancelled, {cancelled, api}).empty());
+  CHECK(ResumeBlockedBy(cancelled, {cancelled, other, api}) == std::vector<std::string>{"later"});
+  other.state = TaskState::kDone;
+  CHECK(ResumeBlockedBy(cancelled, {cancelled, other}).empty());
+  other.state = TaskState::kRunning;
+  cancelled.parallel = true;  // --allow-parallel: runs beside it
+  CHECK(ResumeBlockedBy(cancelled, {cancelled, other}).empty());
+  cancelled.parallel = false;
+  cancelled.state = TaskState::kStopped;  // still holds its DLQ: nothing else could take it
+  CHECK(ResumeBlockedBy(cancelled, {cancelled, other}).empty());
 }
 
 TEST_CASE("task: one task holds a DLQ until it is done or cancelled", "[dlq][task]") {

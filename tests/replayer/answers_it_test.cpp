@@ -91,12 +91,15 @@ TEST_CASE(
   std::string log = Log(f);
   CHECK(log.find("cannot write") == std::string::npos);
   CHECK(log.find("umami does not know website " + unknown) != std::string::npos);
-  // replayer_umami_write_fault{process="..."}: 0 wherever exported.
+  // replayer_umami_write_fault{process="..."}: 0.
   std::string metrics = f.Metrics();
+  size_t gauges = 0;
   for (size_t at = metrics.find("\nreplayer_umami_write_fault{"); at != std::string::npos;
        at = metrics.find("\nreplayer_umami_write_fault{", at + 1)) {
     CHECK(metrics.substr(metrics.find("} ", at) + 2, 2) == "0\n");
+    ++gauges;
   }
+  CHECK(gauges == 1);  // exported from the start, at 0
   CHECK(f.WaitDrained(10'000));
 }
 

@@ -125,6 +125,7 @@ TEST_CASE(
   CHECK(f.DlqReasons().empty());
   // After the downgrade one batch was answered 404; everything after it went one by one.
   int refused = 0;
+  int answered = 0;
   bool after = false;
   for (const auto& r : umami.Requests()) {
     if (r.path == "/api/batch" && r.status == 404) {
@@ -132,9 +133,14 @@ TEST_CASE(
       after = true;
     } else if (after && r.path == "/api/batch") {
       FAIL("a batch was sent again within 10 minutes of the 404");
+    } else if (r.path == "/api/batch" && r.status == 200) {
+      ++answered;
     }
   }
   CHECK(refused == 1);
+  // Only the batches answered as batches are counted as sent (issue 36), not the 404.
+  CHECK(answered > 0);
+  CHECK(f.Metric("replayer_batches_sent_total") == answered);
   CHECK(f.Metric("replayer_umami_batch_route{process=\"" + umami.url() + "\"}") == 0);
   // Not counted as a failed send (labels in the exposition's order: class, process).
   CHECK(f.Metric("replayer_send_failures_total{class=\"4xx\",process=\"" + umami.url() + "\"}") ==

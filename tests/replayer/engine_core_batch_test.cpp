@@ -268,3 +268,32 @@ TEST_CASE("batch: a stop hands a batch's events back with the send timeout's del
   for (const auto& n : naks) CHECK(n.delay == milliseconds(30'000));
   CHECK(d.core.Done());
 }
+
+// replayer_batches_sent_total counts the kSendDone notes of status 1: batches Umami answered as
+// batches. A 404/405 (no such route), a 2xx of another shape and a failure are not.
+TEST_CASE("batch: only a batch reply is a batch answered as one (the batch counters)",
+          "[core][batch]") {
+  auto answered_as_batch = [](int status, const std::string& body) {
+    Driver d(Batching());
+    d.Up();
+    auto batch = FirstSend(d, {1, 2});
+    REQUIRE(batch.batch);
+    d.Answer(batch, status, body);
+    int done = 0, as_batch = 0;
+    for (const auto& n : d.out.notes) {
+      if (n.kind != Note::Kind::kSendDone) continue;
+      ++done;
+      CHECK(n.count == 2);
+      as_batch += n.status == 1 ? 1 : 0;
+    }
+    REQUIRE(done == 1);
+    return as_batch == 1;
+  };
+  CHECK(answered_as_batch(200, Reply(2, "", kToken2)));
+  CHECK(answered_as_batch(200, Reply(2, Failed(1, 400), kToken2)));
+  CHECK_FALSE(answered_as_batch(404, "<html>This page could not be found.</html>"));
+  CHECK_FALSE(answered_as_batch(405, ""));
+  CHECK_FALSE(answered_as_batch(200, "<html>proxy</html>"));
+  CHECK_FALSE(answered_as_batch(500, "boom"));
+  CHECK_FALSE(answered_as_batch(0, ""));
+}

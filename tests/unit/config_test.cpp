@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 
+#include "replayer/engine.h"
+
 using common::ConfigError;
 using common::ConfigReader;
 using common::Millis;
@@ -64,9 +66,9 @@ TEST_CASE("storage limits read sizes with units and name a bad one", "[config]")
           std::string::npos);
     CHECK(msg.find("STORED_IDS_MAX_BYTES: '2GB' is not a size") != std::string::npos);
   }
-  CHECK(common::FormatBytes(int64_t{4} << 30) == "4GiB");
-  CHECK(common::FormatBytes(1536 << 10) == "1536KiB");
-  CHECK(common::FormatBytes(1000) == "1000");
+  CHECK(common::FormatSize(int64_t{4} << 30) == "4GiB");
+  CHECK(common::FormatSize(1536 << 10) == "1536KiB");
+  CHECK(common::FormatSize(1000) == "1000");
 }
 
 TEST_CASE("every bad variable is named in one start-up error", "[config]") {
@@ -133,6 +135,38 @@ TEST_CASE("integers must be whole numbers in range", "[config]") {
   CHECK(r.Int("B", 1, 0, 10) == 1);
   CHECK(r.Int("C", 1, 0, 10) == 5);
   CHECK(r.errors().size() == 2);
+}
+
+TEST_CASE("sizes take a number of bytes or KiB, MiB, GiB, and are checked against their range",
+          "[config]") {
+  ConfigReader r(Env{{"A", "1MiB"},
+                     {"B", "1048576"},
+                     {"C", "64 MiB"},
+                     {"D", "512KiB"},
+                     {"E", "2GiB"},
+                     {"F", "12x"}});
+  CHECK(r.Size("A", 7, 1 << 20, int64_t{1} << 40) == (1 << 20));
+  CHECK(r.Size("B", 7, 1 << 20, int64_t{1} << 40) == (1 << 20));
+  CHECK(r.Size("C", 7, 1 << 20, int64_t{1} << 40) == 7);
+  CHECK(r.Size("D", 7, 1 << 20, int64_t{1} << 40) == 7);  // below 1MiB
+  CHECK(r.Size("E", 7, 1 << 20, int64_t{1} << 40) == (int64_t{2} << 30));
+  CHECK(r.Size("F", 7, 1 << 20, int64_t{1} << 40) == 7);
+  CHECK(r.Size("G", int64_t{64} << 20, 1, int64_t{1} << 40) == (int64_t{64} << 20));
+  REQUIRE(r.errors().size() == 3);
+  CHECK(r.errors()[0] ==
+        "C: '64 MiB' is not a size (a number of bytes, or a number and KiB, MiB "
+        "or GiB)");
+  CHECK(r.errors()[1] == "D: '512KiB' is outside 1MiB..1024GiB");
+  CHECK(r.variables().back() == std::pair<std::string, std::string>{"G", "64MiB"});
+  CHECK(common::FormatSize(1000) == "1000");
+  CHECK(common::FormatSize(1536 * 1024) == "1536KiB");
+}
+
+TEST_CASE("every size setting takes units: REPLAYER_MAX_BYTES_IN_FLIGHT=1MiB", "[config]") {
+  ConfigReader r(Env{{"REPLAYER_MAX_BYTES_IN_FLIGHT", "1MiB"}});
+  auto c = replayer::ReadReplayerConfig(r);
+  CHECK(r.errors().empty());
+  CHECK(c.max_bytes_in_flight == (1 << 20));
 }
 
 TEST_CASE("a URL with user info is refused and its password never printed", "[config]") {

@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <set>
 #include <thread>
+#include "common/lease_keeper.h"
 #include "metricswriter/writer_metrics.h"
 #include "platformctl/exporter.h"
 #include "replayer/replayer_metrics.h"
@@ -187,4 +189,34 @@ TEST_CASE("every counter of the services says it resets on restart", "[metrics]"
     CHECK_THAT(f.help, Catch::Contains("restart"));
   }
   CHECK(counters >= 19);  // 9 replayer, 9 metricswriter, 1 exporter
+}
+
+// Issue 36: a series that appears only after its first event reads "no data" in a rate() panel
+// or an increase() alert, not 0. Every family of the services has a series from the start,
+// but for the two gauges whose 0 would be a claim (down, no batch route).
+TEST_CASE("every counter and gauge of the services is exported from the start", "[metrics]") {
+  Registry r;
+  replayer::ReplayerMetrics replayer(r);
+  replayer.Preset({"http://umami-1:3000", "http://umami-2:3000"}, 1 << 20);
+  mw::WriterMetrics writer(r);
+  common::LeaseKeeper::RegisterMetrics(r, "replayer");
+  common::LeaseKeeper::RegisterMetrics(r, "metricswriter");
+  const std::string out = r.Expose();
+  const std::set<std::string> asked_first = {"replayer_umami_process_up",
+                                             "replayer_umami_batch_route"};
+  for (const auto& f : r.Families()) {
+    if (asked_first.count(f.name) != 0) continue;
+    INFO(f.name);
+    const std::string sample = "\n" + f.name + (f.type == 'h' ? "_count" : "");
+    CHECK((out.find(sample + "{") != std::string::npos ||
+           out.find(sample + " ") != std::string::npos));
+  }
+  CHECK(Has(out, "metricswriter_dead_lettered_total{reason=\"db_rejected\"} 0"));
+  CHECK(Has(out, "metricswriter_points_stored_total{type=\"gauge\"} 0"));
+  CHECK(Has(out, "metricswriter_database_retries_total{kind=\"retryable\"} 0"));
+  CHECK(Has(out, "replayer_events_dead_lettered_total{reason=\"failed_4_times\"} 0"));
+  CHECK(Has(out, "replayer_send_failures_total{class=\"5xx\",process=\"http://umami-2:3000\"} 0"));
+  CHECK(Has(out, "replayer_held_bytes_limit 1048576"));
+  CHECK(Has(out, "replayer_leader 0"));
+  CHECK(Has(out, "metricswriter_leadership_changes_total 0"));
 }
