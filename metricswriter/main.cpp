@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   common::SetUpLogging("metricswriter", common.log_level, common.log_format);
 
   common::metrics::Registry registry;
+  common::metrics::AddProcessMetrics(registry);
   // /healthz answers from the start, 503 until NATS is reached. The connection is declared
   // before the server, so the server (and its health callback) goes first.
   std::unique_ptr<common::NatsClient> nats;

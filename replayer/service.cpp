@@ -58,6 +58,7 @@ int RunService(int argc, char** argv, const std::string& version) {
 
   common::metrics::Registry registry;
   ReplayerMetrics metrics(registry);
+  common::metrics::AddProcessMetrics(registry);
   // /healthz answers from the start, 503 until NATS is reached. The connection is declared
   // before the server, so the server (and its health callback) goes first.
   std::unique_ptr<common::NatsClient> nats;

@@ -188,3 +188,16 @@ TEST_CASE("every counter of the services says it resets on restart", "[metrics]"
   }
   CHECK(counters >= 19);  // 9 replayer, 9 metricswriter, 1 exporter
 }
+
+TEST_CASE("process_resident_memory_bytes reads this process's resident size", "[metrics]") {
+  Registry r;
+  AddProcessMetrics(r);
+  const std::string text = r.Expose();
+  REQUIRE(text.find("# TYPE process_resident_memory_bytes gauge\n") != std::string::npos);
+  const auto at = text.find("\nprocess_resident_memory_bytes ");
+  REQUIRE(at != std::string::npos);
+  const double rss = std::stod(text.substr(at + 31));
+  // A test binary holds at least a megabyte and far less than a terabyte.
+  CHECK(rss > 1e6);
+  CHECK(rss < 1e12);
+}
