@@ -2,7 +2,10 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
@@ -86,6 +89,23 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count) {
 
 std::string CountsSinceStart(const std::string& help) {
   return help + " Counts since this process started (resets on restart).";
+}
+
+void AddProcessMetrics(Registry& registry) {
+  Gauge& rss = registry
+                   .AddGauge("process_resident_memory_bytes",
+                             "Resident memory size of this process in bytes (/proc/self/statm).")
+                   .Get();
+  registry.AddCollector([&rss] {
+    std::ifstream statm("/proc/self/statm");
+    long long size = 0, resident = 0;
+    const long page = sysconf(_SC_PAGESIZE);
+    if (statm >> size >> resident && page > 0) {
+      rss.Set(static_cast<double>(resident) * static_cast<double>(page));
+    } else {
+      rss.Set(0);
+    }
+  });
 }
 
 struct Registry::Entry {

@@ -145,6 +145,11 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count);
 // at zero when the process starts (so a restart shows as a drop, which rate() handles).
 std::string CountsSinceStart(const std::string& help);
 
+// process_resident_memory_bytes (the name Prometheus's own clients use): this process's resident
+// set size, read from /proc/self/statm at each exposition (0 where that file cannot be read). The
+// services register it so the dashboard can set their memory beside their byte budgets.
+void AddProcessMetrics(Registry& registry);
+
 // Name rules of the exposition format, exposed for tests.
 bool ValidMetricName(const std::string& name);
 bool ValidLabelName(const std::string& name);

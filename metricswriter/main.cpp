@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   // at 0 (a follower's too); each leadership term's Writer takes the same families.
   const mw::WriterMetrics at_start(registry);
   common::LeaseKeeper::RegisterMetrics(registry, "metricswriter");
+  common::metrics::AddProcessMetrics(registry);
   // /healthz answers from the start, 503 until NATS is reached. The connection is declared
   // before the server, so the server (and its health callback) goes first.
   std::unique_ptr<common::NatsClient> nats;

@@ -273,6 +273,7 @@ int ServeStreams(const common::CommonConfig& common, const ExporterOptions& opti
 
   common::metrics::Registry registry;
   StreamGauges gauges(registry);
+  common::metrics::AddProcessMetrics(registry);
   // /healthz answers from the start, 503 until NATS is reached; the connection is declared
   // before the server, so the server (and its callbacks) goes first.
   std::unique_ptr<common::NatsClient> nats;

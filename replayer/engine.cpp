@@ -133,7 +133,11 @@ common::Status Engine::Start() {
       });
   if (!publisher) return publisher.error();
   s.publisher = std::move(*publisher);
-  for (const auto& url : s.cfg.umami_urls) s.m.process_up.With({url}).Set(0);
+  for (const auto& url : s.cfg.umami_urls) {
+    s.m.process_up.With({url}).Set(0);
+    // At 0 from the start, so the dashboard's write-fault panel reads 0, not "no data".
+    s.m.write_fault.With({url}).Set(0);
+  }
   return common::Status::Ok();
 }
 

@@ -65,6 +65,7 @@ int RunService(int argc, char** argv, const std::string& version) {
   ReplayerMetrics metrics(registry);
   metrics.Preset(config.umami_urls, config.max_bytes_in_flight);
   common::LeaseKeeper::RegisterMetrics(registry, "replayer");  // replayer_leader 0 till it leads
+  common::metrics::AddProcessMetrics(registry);
   // /healthz answers from the start, 503 until NATS is reached. The connection is declared
   // before the server, so the server (and its health callback) goes first.
   std::unique_ptr<common::NatsClient> nats;

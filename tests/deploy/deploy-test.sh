@@ -164,6 +164,7 @@ all:
     nats_server_store_dir: "{{ render }}/{{ inventory_hostname }}/nats/jetstream"
     core_root: "{{ render }}/{{ inventory_hostname }}/core"
     monitoring_root: "{{ render }}/{{ inventory_hostname }}/prometheus"
+    monitoring_grafana_root: "{{ render }}/{{ inventory_hostname }}/grafana"
     nats_manage_service: false
     core_manage_services: false
     monitoring_manage_service: false
@@ -297,6 +298,8 @@ source "$here/stack-checks.sh"
 source "$here/fill-checks.sh"
 # shellcheck source=reply-checks.sh
 source "$here/reply-checks.sh"
+# shellcheck source=dashboard-checks.sh
+source "$here/dashboard-checks.sh"
 
 case $mode in
   render) render ;;

@@ -336,5 +336,6 @@ render_checks() {
   nats_checks
   limits_checks
   prometheus_checks
+  dashboard_render_checks
   dockerfile_checks
 }

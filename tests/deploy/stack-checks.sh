@@ -429,6 +429,7 @@ stack_checks() {
   job_checks
   refusal_checks
   prometheus_scrape_checks
+  dashboard_query_checks
   fill_checks
   reply_checks
 }

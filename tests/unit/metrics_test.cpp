@@ -220,3 +220,16 @@ TEST_CASE("every counter and gauge of the services is exported from the start", 
   CHECK(Has(out, "replayer_leader 0"));
   CHECK(Has(out, "metricswriter_leadership_changes_total 0"));
 }
+
+TEST_CASE("process_resident_memory_bytes reads this process's resident size", "[metrics]") {
+  Registry r;
+  AddProcessMetrics(r);
+  const std::string text = r.Expose();
+  REQUIRE(text.find("# TYPE process_resident_memory_bytes gauge\n") != std::string::npos);
+  const auto at = text.find("\nprocess_resident_memory_bytes ");
+  REQUIRE(at != std::string::npos);
+  const double rss = std::stod(text.substr(at + 31));
+  // A test binary holds at least a megabyte and far less than a terabyte.
+  CHECK(rss > 1e6);
+  CHECK(rss < 1e12);
+}
