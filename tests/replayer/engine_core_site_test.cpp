@@ -23,6 +23,17 @@ std::string SiteBody(const std::string& site, const std::string& id, const std::
   return b;
 }
 
+// A running core answered "Website not found" for kUnknownSite's first event, its dead
+// letter stored.
+void BlockSite(Driver& d) {
+  d.Up();
+  d.Fetched({d.Msg(1, SiteBody(kUnknownSite, "x1", "v1"))});
+  d.Visit();
+  d.Answer(d.One<SendCmd>(), 403, kNotFound);
+  d.core.OnPublished(d.One<DeadLetterCmd>().pub_id, {}, d.now);
+  d.Take();
+}
+
 void AnswerVisits(Driver& d) {
   for (const auto& v : d.All<VisitLookupCmd>()) {
     d.core.OnVisitAnswer(v.lane, Lookup::kAbsent, "", d.now);
@@ -78,12 +89,7 @@ TEST_CASE("core: a site Umami does not know goes to WEB_DLQ at its first answer,
 TEST_CASE("core: after the recheck time one event of the site is sent, the others wait for it",
           "[core][site]") {
   Driver d;
-  d.Up();
-  d.Fetched({d.Msg(1, SiteBody(kUnknownSite, "x1", "v1"))});
-  d.Visit();
-  d.Answer(d.One<SendCmd>(), 403, kNotFound);
-  d.core.OnPublished(d.One<DeadLetterCmd>().pub_id, {}, d.now);
-  d.Take();
+  BlockSite(d);
   d.Later(kSiteRecheck);
   d.Fetched(
       {d.Msg(2, SiteBody(kUnknownSite, "x2", "v2")), d.Msg(3, SiteBody(kUnknownSite, "x3", "v3"))});
@@ -126,12 +132,7 @@ TEST_CASE("core: after the recheck time one event of the site is sent, the other
 
 TEST_CASE("core: a replayed event of an unknown site is sent at once", "[core][site]") {
   Driver d;
-  d.Up();
-  d.Fetched({d.Msg(1, SiteBody(kUnknownSite, "x1", "v1"))});
-  d.Visit();
-  d.Answer(d.One<SendCmd>(), 403, kNotFound);
-  d.core.OnPublished(d.One<DeadLetterCmd>().pub_id, {}, d.now);
-  d.Take();
+  BlockSite(d);
   d.Later(seconds(30));
   Delivery replay = d.Msg(2, SiteBody(kUnknownSite, "x1", "v1"));
   replay.replayed = true;  // the operator registered the site and replays its dead letters
