@@ -298,6 +298,10 @@ source "$here/fill-checks.sh"
 # shellcheck source=reply-checks.sh
 source "$here/reply-checks.sh"
 
+# The nats-server the checks run (as the C++ tests: NATS_SERVER_BIN, else the system's).
+NATS_SERVER=${NATS_SERVER_BIN:-nats-server}
+[[ $mode == render ]] || log "nats-server $("$NATS_SERVER" --version 2>&1 | sed 's/^nats-server: //') ($NATS_SERVER)"
+
 case $mode in
   render) render ;;
   check) need_render; render_checks ;;
