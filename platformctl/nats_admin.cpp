@@ -3,6 +3,7 @@
 #include <nats/nats.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -447,11 +448,44 @@ Status RemovePeer(NatsClient& client, const std::string& stream, const std::stri
   nlohmann::json body = {{"peer", peer}};
   auto answer =
       ApiRequest(client, "$JS.API.STREAM.PEER.REMOVE." + stream, body.dump(), what, patience);
-  // 10075 "peer remap failed": no other server could take its place; it was removed anyway.
-  if (!answer && answer.error().message.find("(JetStream error 10075)") != std::string::npos) {
-    return Status::Ok();
+  // 10075 "peer remap failed": no other server could take its place. 2.9 and 2.10 remove the
+  // peer anyway, 2.15 does not: only the replicas read back below tell which happened.
+  const bool remap_failed =
+      !answer && answer.error().message.find("(JetStream error 10075)") != std::string::npos;
+  if (!remap_failed) {
+    if (Status s = Success(answer, what); !s) return s;
   }
-  return Success(answer, what);
+  const std::string said = remap_failed ? answer.error().message : "success";
+  // The server applies the removal through its meta group after answering: poll a while.
+  const auto deadline = std::chrono::steady_clock::now() + kPeerRemovalWait;
+  Status judged = Error::Permanent(what + ": the stream's replicas could not be read back");
+  while (true) {
+    auto rs = ReadReplicas(client, stream);
+    if (rs) {
+      judged = JudgePeerRemoval(stream, peer, *rs, said);
+    } else {
+      judged = Error{rs.error().kind,
+                     what + ": answered " + said +
+                         ", and reading the replicas back failed: " + rs.error().message};
+    }
+    if (judged || std::chrono::steady_clock::now() >= deadline) return judged;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
+Status JudgePeerRemoval(const std::string& stream, const std::string& peer, const ReplicaSet& after,
+                        const std::string& answer) {
+  std::string names;
+  bool still = false;
+  for (const auto& p : after.peers) {
+    names += (names.empty() ? "" : ", ") + p.name + (p.leader ? " (leader)" : "");
+    still = still || p.name == peer;
+  }
+  if (!still) return Status::Ok();
+  return Error::Permanent("nats-server did not remove " + peer + " from the replicas of " + stream +
+                          " (it answered: " + answer + "): " + peer +
+                          " is still a replica (replicas: " + names +
+                          "), so its copy of the stream and its raft log were not deleted");
 }
 
 Status SetReplicas(NatsClient& client, const std::string& stream, int replicas) {

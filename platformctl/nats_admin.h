@@ -91,9 +91,17 @@ Result<ReplicaSet> ParseReplicas(std::string_view stream_info_answer);
 Status StepDown(NatsClient& client, const std::string& stream);
 
 // Removes server `peer` from the stream's replicas (it deletes its copy: store and raft log).
-// With no spare server to take its place nats-server 2.9 removes it anyway and answers "peer
-// remap failed": that counts as done here.
+// Judged by what the server did, not by its answer: with no spare server to take its place
+// nats-server 2.9 and 2.10 answer 10075 "peer remap failed" and remove it anyway, while 2.15
+// answers the same and keeps it. So after the answer (success or 10075) the stream's replicas
+// are read back for up to kPeerRemovalWait; the removal is done only once the peer is no longer
+// among them, else a kPermanent error names it and the replicas (nothing was deleted).
+inline constexpr Millis kPeerRemovalWait{10'000};
 Status RemovePeer(NatsClient& client, const std::string& stream, const std::string& peer);
+// Pure: RemovePeer's judgement of one read-back. `answer`: what the server answered (e.g. its
+// 10075 error), named in the error.
+Status JudgePeerRemoval(const std::string& stream, const std::string& peer, const ReplicaSet& after,
+                        const std::string& answer);
 
 // Sets the stream's replica count (a raw update of its current configuration).
 Status SetReplicas(NatsClient& client, const std::string& stream, int replicas);

@@ -41,3 +41,22 @@ pid_alive() {
     state=$(ps -o stat= -p "$pid" 2>/dev/null | tr -d ' ') || return 1
     [[ -n "$state" && "$state" != Z* ]]
 }
+
+# debian_mirror [SUITE]: the URI of the Debian archive this machine's apt sources use for SUITE
+# (default: the system's release, e.g. bookworm; bookworm-security gives the security archive),
+# without a trailing slash. Read from apt itself (`apt-get indextargets`), so one-line and deb822
+# sources both count and no registry host is written in the repository. Fails when no source
+# carries SUITE (e.g. not a Debian machine).
+debian_mirror() {
+    local suite=${1:-} uri
+    if [[ -z "$suite" ]]; then
+        # shellcheck disable=SC1091
+        suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+        [[ -n "$suite" ]] || die "no VERSION_CODENAME in /etc/os-release: not a Debian system?"
+    fi
+    # shellcheck disable=SC2016  # $(...) are apt's format fields, not shell
+    uri=$(apt-get indextargets --no-release-info --format '$(RELEASE) $(REPO_URI)' \
+        'Created-By: Packages' 2>/dev/null | awk -v s="$suite" '$1 == s { print $2; exit }')
+    [[ -n "$uri" ]] || die "no apt source carries '$suite' (apt-get indextargets; run apt-get update?)"
+    echo "${uri%/}"
+}

@@ -301,6 +301,10 @@ source "$here/reply-checks.sh"
 # shellcheck source=dashboard-checks.sh
 source "$here/dashboard-checks.sh"
 
+# The nats-server the checks run (as the C++ tests: NATS_SERVER_BIN, else the system's).
+NATS_SERVER=${NATS_SERVER_BIN:-nats-server}
+[[ $mode == render ]] || log "nats-server $("$NATS_SERVER" --version 2>&1 | sed 's/^nats-server: //') ($NATS_SERVER)"
+
 case $mode in
   render) render ;;
   check) need_render; render_checks ;;

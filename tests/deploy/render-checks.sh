@@ -167,7 +167,7 @@ nats_checks() {
   local i
   for i in 1 2 3; do
     check "nats-server -t accepts nats-$i's configuration (3 routes, JetStream, accounts)" \
-      nats-server -t -c "$R/nats-$i/nats/nats-server.conf"
+      "$NATS_SERVER" -t -c "$R/nats-$i/nats/nats-server.conf"
   done
   check "nats-1 routes to nats-2 and nats-3, with one user per service and the edge" bash -c "
     c='$R/nats-1/nats/nats-server.conf'
@@ -204,11 +204,11 @@ EOF
   check "the two forms differ only by sync_interval (and its comment)" bash -c "
     diff <(grep -vE 'store_dir|_file:' '$b') <(grep -vE 'store_dir|_file:' '$a') | grep '^[<>]' |
       grep -v '^> *# Sync every write' | grep -v '^> *sync_interval: always\$' | (! grep .)"
-  if nats-server --version | grep -q 'v2\.9\.'; then
+  if "$NATS_SERVER" --version | grep -q 'v2\.9\.'; then
     check "Debian's nats-server 2.9 refuses the production form (why it is a switch)" bash -c "
-      ! nats-server -t -c '$a' >'$work/always.out' 2>&1 && grep -q 'sync_interval' '$work/always.out'"
+      ! '$NATS_SERVER' -t -c '$a' >'$work/always.out' 2>&1 && grep -q 'sync_interval' '$work/always.out'"
   else
-    check "nats-server accepts the production form" nats-server -t -c "$a"
+    check "nats-server accepts the production form" "$NATS_SERVER" -t -c "$a"
   fi
 }
 

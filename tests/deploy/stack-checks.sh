@@ -89,7 +89,7 @@ expect() {
 start_nats() {
   local i http
   for i in 1 2 3; do
-    start "nats-$i" /dev/null -- nats-server -c "$R/nats-$i/nats/nats-server.conf"
+    start "nats-$i" /dev/null -- "$NATS_SERVER" -c "$R/nats-$i/nats/nats-server.conf"
   done
   for i in 1 2 3; do
     http=$(cut -d' ' -f$i <<<"$NATS_HTTP_PORTS")
@@ -396,7 +396,7 @@ prometheus_scrape_checks() {
 }
 
 stack_checks() {
-  for tool in nats-server prometheus psql curl; do
+  for tool in "$NATS_SERVER" prometheus psql curl; do
     command -v "$tool" >/dev/null || die "$tool not installed (scripts/install-deps)"
   done
   for b in platformctl/platformctl replayer/replayer metricswriter/metricswriter bench/webgen \

@@ -58,9 +58,8 @@ NatsServerProcess::NatsServerProcess(const std::string& dir, const std::string& 
     port_ = FreePortRange(1);
     std::ofstream(conf) << "listen: 127.0.0.1:" << port_ << "\n" << config << "\n";
     std::remove(log_.c_str());
-    process_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{"/usr/sbin/nats-server", "-c", conf},
-        std::map<std::string, std::string>{}, log_);
+    process_ = std::make_unique<ChildProcess>(std::vector<std::string>{NatsServerBin(), "-c", conf},
+                                              std::map<std::string, std::string>{}, log_);
     const std::string listening =
         "Listening for client connections on 127.0.0.1:" + std::to_string(port_);
     bool ready = WaitFor(

@@ -208,9 +208,7 @@ std::unique_ptr<PartitionFixture> PartitionFixture::Make(std::string* why) {
   }
   std::unique_ptr<PartitionFixture> f(new PartitionFixture());
   f->net_ = std::move(*net);
-  f->nats_server_ = Capture("command -v nats-server");
-  while (!f->nats_server_.empty() && f->nats_server_.back() == '\n') f->nats_server_.pop_back();
-  if (f->nats_server_.empty()) throw std::runtime_error("nats-server is not installed");
+  f->nats_server_ = testsupport::NatsServerBin();  // throws when it does not run
   f->stack_ = std::make_unique<testsupport::TestStack>(std::vector<std::string>{"pg", "umami"});
   // PostgreSQL trusts loopback only; the namespaces come from 10.77.N.0/24.
   std::string hba =

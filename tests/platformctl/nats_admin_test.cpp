@@ -142,6 +142,40 @@ TEST_CASE("replicas: the leader's view of each, and whether all are current", "[
   CHECK(one->AllCurrent());
 }
 
+TEST_CASE("peer removal: done only when the peer is no longer a replica, whatever the answer",
+          "[dlq]") {
+  using platformctl::nats_admin::JudgePeerRemoval;
+  using platformctl::nats_admin::ParseReplicas;
+  const std::string remap = "peer remap failed (JetStream error 10075)";
+  // 2.9 and 2.10: 10075, and the peer is gone (the stream runs on two until one is added back).
+  auto gone = ParseReplicas(R"({"config":{"num_replicas":3},"state":{},
+    "cluster":{"leader":"nats-1","replicas":[{"name":"nats-2","current":true}]}})");
+  REQUIRE(gone.ok());
+  CHECK(JudgePeerRemoval("WEB_DLQ", "nats-3", *gone, remap).ok());
+  // 2.15: the same 10075, and the peer is still there: a failure naming it and the replicas.
+  auto kept = ParseReplicas(R"({"config":{"num_replicas":3},"state":{},
+    "cluster":{"leader":"nats-1","replicas":[{"name":"nats-2","current":true},
+      {"name":"nats-3","current":true}]}})");
+  REQUIRE(kept.ok());
+  auto refused = JudgePeerRemoval("WEB_DLQ", "nats-3", *kept, remap);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().kind == common::ErrorKind::kPermanent);
+  CHECK(refused.error().message.find("did not remove nats-3 from the replicas of WEB_DLQ") !=
+        std::string::npos);
+  CHECK(refused.error().message.find("10075") != std::string::npos);
+  CHECK(refused.error().message.find("replicas: nats-1 (leader), nats-2, nats-3") !=
+        std::string::npos);
+  // A success answer counts no more than the replicas read back: the leader is a replica too.
+  auto leader = JudgePeerRemoval("WEB_DLQ", "nats-1", *kept, "success");
+  REQUIRE_FALSE(leader.ok());
+  CHECK(leader.error().message.find("answered: success") != std::string::npos);
+  // Replaced by a spare server: the new peer does not matter, the removed one is gone.
+  auto replaced = ParseReplicas(R"({"config":{"num_replicas":3},"state":{},
+    "cluster":{"leader":"nats-1","replicas":[{"name":"nats-2"},{"name":"nats-4"}]}})");
+  REQUIRE(replaced.ok());
+  CHECK(JudgePeerRemoval("WEB_DLQ", "nats-3", *replaced, "success").ok());
+}
+
 TEST_CASE("stored messages: header blocks and base64 as JetStream returns them", "[dlq]") {
   using platformctl::nats_dlq::DecodeBase64;
   using platformctl::nats_dlq::ParseHeaderBlock;

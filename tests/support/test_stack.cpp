@@ -42,6 +42,28 @@ std::string Capture(const std::string& command, int* rc) {
   return out;
 }
 
+const std::string& NatsServerBin() {
+  static const std::string bin = [] {
+    const char* env = std::getenv("NATS_SERVER_BIN");
+    std::string path = env != nullptr && *env != '\0' ? env : "/usr/sbin/nats-server";
+    int rc = 0;
+    std::string version = Capture("'" + path + "' --version 2>&1", &rc);
+    while (!version.empty() && version.back() == '\n') version.pop_back();
+    // "nats-server: v2.10.27": which server a test ran on decides how to read its result.
+    const std::string prefix = "nats-server: ";
+    if (rc != 0 || version.rfind(prefix, 0) != 0) {
+      throw std::runtime_error("NATS_SERVER_BIN: '" + path + "' is no nats-server (" +
+                               std::to_string(rc) + "): " + version);
+    }
+    std::fprintf(stderr, "nats-server %s (%s)\n", version.substr(prefix.size()).c_str(),
+                 path.c_str());
+    // Children (scripts/stack, platformctl's tests' scripts) start the same one.
+    setenv("NATS_SERVER_BIN", path.c_str(), 1);
+    return path;
+  }();
+  return bin;
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
@@ -135,6 +157,9 @@ TestStack::TestStack(const std::vector<std::string>& components, int umami_proce
 
 TestStack::TestStack(const std::vector<std::string>& components, const StackOptions& options)
     : nats_nodes_(options.nats_nodes) {
+  for (const auto& c : components) {
+    if (c == "nats") NatsServerBin();  // names the version in the log; scripts/stack inherits it
+  }
   char tmpl[] = "/tmp/core-test-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;

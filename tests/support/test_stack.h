@@ -23,6 +23,13 @@ std::string SourceDir();
 // The build directory holding the binaries, set by CMake.
 std::string BinaryDir();
 
+// The nats-server every test starts: $NATS_SERVER_BIN (e.g. /opt/nats-server-2.10.27/usr/sbin/
+// nats-server, from scripts/install-deps), else the system's /usr/sbin/nats-server. The first
+// call in a process writes "nats-server <version> (<path>)" to stderr, so each test's log names
+// the version it ran on, and sets NATS_SERVER_BIN to that path for the children (scripts/stack
+// reads it); it throws when that binary does not run.
+const std::string& NatsServerBin();
+
 // Runs a shell command, returns its exit code; output goes to the test log.
 int Run(const std::string& command);
 // Runs a shell command and returns its stdout (stderr to the test log); *rc gets the exit code.
