@@ -6,8 +6,11 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "common/dead_letter.h"
+#include "tests/platformctl/dlq_fixture.h"
 #include "tests/replayer/fixture.h"
 #include "tests/support/test_stack.h"
 
@@ -101,6 +104,36 @@ TEST_CASE(
   }
   CHECK(gauges == 1);  // exported from the start, at 0
   CHECK(f.WaitDrained(10'000));
+
+  // What the operator reads meanwhile: `platformctl streams` over 2 s of good traffic reports the
+  // drain rate and, from the replayer's lease (renewed every 5 s), the unknown website.
+  nlohmann::json web;
+  int round = 0;
+  bool told = testsupport::WaitFor(
+      [&] {
+        dlqtest::CtlRun run;
+        std::thread reader([&] {
+          run = dlqtest::Ctl(f.stack, "streams --interval 2s --stream WEB_EVENTS --json");
+        });
+        for (int i = 0; i < 40; ++i) {
+          TestEvent e;
+          e.site = f.sites[0];
+          e.visitor = 100 + i;
+          e.id = "r" + std::to_string(round) + "-" + std::to_string(i);
+          f.Publish(e);
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        reader.join();
+        ++round;
+        if (run.rc != 0) return false;
+        web = nlohmann::json::parse(run.out)["streams"][0];
+        return web.contains("worker_status") &&
+               web["worker_status"].value("sites_unknown", 0) == 1 && web["out_rate"].is_number() &&
+               web["out_rate"].get<double>() > 0;
+      },
+      30'000);
+  INFO(web.dump());
+  CHECK(told);
 }
 
 TEST_CASE("30 visitors' validation refusals: dead-lettered within 60 s, no write fault",
