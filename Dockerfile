@@ -23,6 +23,7 @@ RUN rm -f /etc/apt/apt.conf.d/docker-clean \
  && echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' >/etc/apt/apt.conf.d/keep-cache
 # Dependencies first, so a source change does not reinstall them.
 COPY scripts/install-deps scripts/install-deps
+COPY scripts/lib scripts/lib
 RUN --mount=type=cache,id=core-workers-apt-build,target=/var/cache/apt/archives,sharing=locked \
     scripts/install-deps --build-only && rm -rf /var/lib/apt/lists/*
 COPY . .
