@@ -205,6 +205,17 @@ TEST_CASE("a redrive with --to-subject goes to another subject of the origin str
   CHECK(Task(stack, "quarantine")["to_subject"] == "web.events.quarantine");
 }
 
+namespace {
+// The readings `streams --watch` printed so far into `log` (one table header each).
+size_t Readings(const std::string& log) {
+  std::string out = testsupport::ReadFile(log);
+  size_t n = 0;
+  for (size_t at = out.find("STREAM "); at != std::string::npos; at = out.find("STREAM ", at + 1))
+    ++n;
+  return n;
+}
+}  // namespace
+
 TEST_CASE("streams --watch prints a reading every interval with the rates since the last",
           "[integration][dlq]") {
   TestStack stack({"nats"});
@@ -212,13 +223,7 @@ TEST_CASE("streams --watch prints a reading every interval with the rates since 
   auto client = testsupport::ConnectNats(stack);
   const std::string log = stack.dir() + "/watch.log";
   auto watch = StartCtl(stack, "streams --watch 0.5 --stream WEB_DLQ", log);
-  auto readings = [&] {
-    std::string out = testsupport::ReadFile(log);
-    size_t n = 0;
-    for (size_t at = out.find("STREAM "); at != std::string::npos; at = out.find("STREAM ", at + 1))
-      ++n;
-    return n;
-  };
+  auto readings = [&] { return Readings(log); };
   // Waits on what the command printed, not on fixed times: a build under ASan on a busy machine
   // can take a second to print its first reading.
   bool first = testsupport::WaitFor([&] { return readings() >= 1; }, 10'000);
@@ -247,13 +252,7 @@ TEST_CASE("streams --watch alone reads every 5 s", "[integration][dlq]") {
   const std::string log = stack.dir() + "/watch-default.log";
   const auto started = std::chrono::steady_clock::now();
   auto watch = StartCtl(stack, "streams --watch --stream WEB_DLQ", log);
-  auto readings = [&] {
-    std::string out = testsupport::ReadFile(log);
-    size_t n = 0;
-    for (size_t at = out.find("STREAM "); at != std::string::npos; at = out.find("STREAM ", at + 1))
-      ++n;
-    return n;
-  };
+  auto readings = [&] { return Readings(log); };
   bool two = testsupport::WaitFor([&] { return readings() >= 2; }, 20'000);
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
