@@ -2,7 +2,9 @@
 // API_METRICS while no writer runs, then the real metricswriter binary starts and drains them.
 // Prints the writer's peak RSS (VmHWM) beside the target and the backlog's own size, the
 // largest metricswriter_held_bytes seen beside METRICSWRITER_MAX_BYTES_IN_FLIGHT, the drain
-// rate, and whether nats.c reported a slow consumer.
+// rate, whether nats.c reported a slow consumer, and the queue after the drain as every test
+// judges it (tests/support/queue_judge.h: drained, nothing left behind). Exit 1 when a row is
+// missing, a slow consumer was reported or the queue is not drained and empty.
 //
 //   metricswriter_backlog_bench [--batches 30] [--points 250000] [--writer PATH]
 //                               [--json-attributes N]   (OTLP JSON, N attributes a point)
@@ -28,7 +30,9 @@
 #include "common/pg_conn.h"
 #include "common/timefmt.h"
 #include "metricswriter/proto/otlp_metrics.pb.h"
+#include "platformctl/nats_admin.h"
 #include "tests/support/metrics_scrape.h"
+#include "tests/support/queue_judge.h"
 #include "tests/support/test_stack.h"
 
 namespace {
@@ -83,16 +87,6 @@ std::string JsonBody(int batch, int points, int64_t t, int attrs) {
   }
   out += "]}}]}]}]}";
   return out;
-}
-
-long StatusKb(pid_t pid, const char* field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  const size_t n = std::strlen(field);
-  while (std::getline(in, line)) {
-    if (line.compare(0, n, field) == 0) return std::stol(line.substr(n + 1));
-  }
-  return -1;
 }
 
 int64_t Count(common::pg::PgConn& pg, const std::string& sql) {
@@ -185,7 +179,7 @@ int main(int argc, char** argv) {
         held_max = std::max(held_max, testsupport::MetricSum(text, "metricswriter_held_bytes"));
       }
     }
-    rss_max_kb = std::max(rss_max_kb, StatusKb(writer.pid(), "VmRSS:"));
+    rss_max_kb = std::max(rss_max_kb, testsupport::ProcStatusKb(writer.pid(), "VmRSS:"));
     if (stored >= batches) break;
     if (kill(writer.pid(), 0) != 0) {
       std::printf("  the writer exited before the backlog was stored (%lld of %d)\n",
@@ -200,7 +194,18 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   const double seconds = Since(t0);
-  const long hwm_kb = StatusKb(writer.pid(), "VmHWM:");
+  const long hwm_kb = testsupport::ProcStatusKb(writer.pid(), "VmHWM:");
+  // Every batch stored by the writer's count; the queue itself judged as every test judges it
+  // (drained, nothing left behind), outside the timed drain: a store acked later is a wait here.
+  std::string queue = "no reading";
+  const bool drained = testsupport::WaitFor(
+      [&] {
+        auto r = platformctl::nats_admin::ReadStream(**nats, "API_METRICS");
+        if (!r) return false;
+        queue = testsupport::judge::Describe(*r);
+        return testsupport::judge::Drained(*r) && testsupport::judge::LeftBehind(*r) == 0;
+      },
+      30'000);
   writer.Signal(SIGTERM);
   writer.Wait(20'000);
   const int64_t rows = pg.ok() ? Count(**pg, "SELECT count(*) FROM metrics.number_points") : -1;
@@ -217,5 +222,6 @@ int main(int argc, char** argv) {
     std::printf("  largest metricswriter_held_bytes seen %.1f MiB\n", held_max / (1 << 20));
   }
   std::printf("  'Slow Consumer' in the writer's log: %s\n", slow ? "YES" : "no");
-  return rows == int64_t{batches} * points && !slow ? 0 : 1;
+  std::printf("  queue after the drain: %s\n", queue.c_str());
+  return rows == int64_t{batches} * points && !slow && drained ? 0 : 1;
 }

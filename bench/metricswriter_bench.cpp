@@ -12,7 +12,8 @@
 // the same batches under its own message ids; the series exist after the first drain.
 //
 // Starts its own nats-server + PostgreSQL (scripts/stack via TestStack). Prints batches/s,
-// points/s, the ratio to the raw COPY and the writer's peak RSS (VmHWM).
+// points/s, the ratio to the raw COPY and the writer's peak RSS (VmHWM). After each drain the
+// queue must be drained with nothing left behind (tests/support/queue_judge.h), or it stops.
 #include <signal.h>
 #include <unistd.h>
 
@@ -40,6 +41,8 @@
 #include "metricswriter/otlp_json.h"
 #include "metricswriter/otlp_proto.h"
 #include "metricswriter/proto/otlp_metrics.pb.h"
+#include "platformctl/nats_admin.h"
+#include "tests/support/queue_judge.h"
 #include "tests/support/test_stack.h"
 
 namespace {
@@ -191,15 +194,6 @@ struct CpuProbe {
   }
 };
 
-long PeakRssKb(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return -1;
-}
-
 struct Run {
   double seconds = 0;
   long rss_kb = 0;
@@ -207,8 +201,8 @@ struct Run {
 
 // port: the writer's METRICS_LISTEN port, one per writer (an older build twice could not bind
 // the port the writer before it had just served).
-Run Drain(testsupport::TestStack& stack, common::pg::PgConn& pg, const std::string& writer_bin,
-          int port, int batches, const std::string& log) {
+Run Drain(testsupport::TestStack& stack, common::NatsClient& nats, common::pg::PgConn& pg,
+          const std::string& writer_bin, int port, int batches, const std::string& log) {
   std::map<std::string, std::string> env = {
       {"NATS_URL", stack.Env("NATS_URL")},
       {"DATABASE_URL", stack.Env("DATABASE_URL")},
@@ -235,7 +229,7 @@ Run Drain(testsupport::TestStack& stack, common::pg::PgConn& pg, const std::stri
     if (!writer.Running()) {  // e.g. its METRICS_LISTEN port taken meanwhile by another process
       throw std::runtime_error(writer_bin + " exited during the drain; its log: " + log);
     }
-    r.rss_kb = std::max(r.rss_kb, PeakRssKb(writer.pid()));
+    r.rss_kb = std::max(r.rss_kb, testsupport::ProcStatusKb(writer.pid(), "VmHWM:"));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (Since(t0) > 1800) throw std::runtime_error("drain took longer than 30 min");
   }
@@ -246,7 +240,20 @@ Run Drain(testsupport::TestStack& stack, common::pg::PgConn& pg, const std::stri
   if (Count(pg, "SELECT count(*) FROM metrics.batches") != batches) {
     throw std::runtime_error("stored batches differ from published");
   }
-  r.rss_kb = std::max(r.rss_kb, PeakRssKb(writer.pid()));
+  // The queue judged as every test judges it (drained, nothing left behind), outside the timed
+  // drain: the next load must start on an empty queue.
+  std::string queue = "no reading";
+  if (!testsupport::WaitFor(
+          [&] {
+            auto q = platformctl::nats_admin::ReadStream(nats, "API_METRICS");
+            if (!q) return false;
+            queue = testsupport::judge::Describe(*q);
+            return testsupport::judge::Drained(*q) && testsupport::judge::LeftBehind(*q) == 0;
+          },
+          30'000)) {
+    throw std::runtime_error("after the drain: " + queue);
+  }
+  r.rss_kb = std::max(r.rss_kb, testsupport::ProcStatusKb(writer.pid(), "VmHWM:"));
   // Where the time went: the store thread's transactions against the whole drain.
   std::string m =
       testsupport::Capture("curl -s http://127.0.0.1:" + std::to_string(port) + "/metrics");
@@ -421,8 +428,8 @@ int main(int argc, char** argv) {
     for (size_t w = 0; w < writers.size(); ++w) {
       const std::string tag = std::string(proto ? "pb" : "json") + "-w" + std::to_string(w);
       Publish(**nats, batches, points, proto, tag);
-      Run r = Drain(stack, **pg, writers[w], stack.base_port() + 5 + static_cast<int>(w), batches,
-                    stack.dir() + "/mw-" + tag + ".log");
+      Run r = Drain(stack, **nats, **pg, writers[w], stack.base_port() + 5 + static_cast<int>(w),
+                    batches, stack.dir() + "/mw-" + tag + ".log");
       // Every load starts on an empty points table (the day partition and the series stay).
       (void)(*pg)->Exec("TRUNCATE metrics.batches, metrics.number_points");
       if (!proto && w == 0) {

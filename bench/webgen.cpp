@@ -2,8 +2,10 @@
 //   webgen --count N [--visitors V] [--first-visitor F] [--sites ID,ID] [--rate R/s]
 //          [--prefix P] [--stamp] [--wait-empty SECONDS]
 // NATS_URL as for the services. Prints the number published and the rate reached. With
-// --wait-empty it then waits until WEB_EVENTS holds no message (the replayer drained it) and
-// exits 0, or 1 after SECONDS; a cheap poll (one stream info a 50 ms) for timing a drain.
+// --wait-empty it then waits until WEB_EVENTS is drained and empty (tests/support/queue_judge.h:
+// its consumer has nothing pending or unacked, and nothing is left behind) and exits 0, or 1
+// after SECONDS with the last reading's judgement; a cheap poll (one stream reading a 50 ms) for
+// timing a drain.
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
@@ -18,6 +20,7 @@
 #include "common/nats_stream.h"
 #include "common/topology.h"
 #include "platformctl/nats_admin.h"
+#include "tests/support/queue_judge.h"
 #include "tests/support/web_events.h"
 
 int main(int argc, char** argv) {
@@ -37,7 +40,7 @@ int main(int argc, char** argv) {
                "put the publish time (unix ns, a string) in the event data as pub_ns");
   double wait_empty = 0;
   app.add_option("--wait-empty", wait_empty,
-                 "then wait up to this many seconds for an empty stream");
+                 "then wait up to this many seconds for the stream drained and empty");
   CLI11_PARSE(app, argc, argv);
   auto reader = common::ConfigReader::FromProcess();
   auto common = common::ReadCommonConfig(reader, "127.0.0.1:0");
@@ -113,11 +116,19 @@ int main(int argc, char** argv) {
   }
   if (wait_empty <= 0) return 0;
   auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_empty);
+  std::string last = "no reading";
   while (std::chrono::steady_clock::now() < until) {
     auto reading = platformctl::nats_admin::ReadStream(**client, common::topology::kWebEvents);
-    if (reading && reading->messages == 0) return 0;
+    if (reading) {
+      if (testsupport::judge::Drained(*reading) && testsupport::judge::LeftBehind(*reading) == 0) {
+        return 0;
+      }
+      last = testsupport::judge::Describe(*reading);
+    } else {
+      last = reading.error().message;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  std::cerr << "WEB_EVENTS not empty after " << wait_empty << " s\n";
+  std::cerr << "WEB_EVENTS not drained and empty after " << wait_empty << " s: " << last << "\n";
   return 1;
 }

@@ -1,6 +1,9 @@
 #include "common/crash_guard.h"
 
+#include <unistd.h>
+
 #include <charconv>
+#include <chrono>
 
 namespace common::crash_guard {
 namespace {
@@ -24,8 +27,10 @@ bool Number(std::string_view s, T* out) {
 }  // namespace
 
 std::string Encode(const Marker& m) {
-  return std::to_string(m.delivery) + " " + std::to_string(m.unix_ms) + " " +
-         Printable(m.instance, kMaxInstance);
+  std::string out = std::to_string(m.delivery) + " " + std::to_string(m.unix_ms) + " " +
+                    Printable(m.instance, kMaxInstance);
+  if (!m.process.empty()) out += "\t" + Printable(m.process, kMaxInstance);
+  return out;
 }
 
 std::optional<Marker> Decode(std::string_view value) {
@@ -38,7 +43,13 @@ std::optional<Marker> Decode(std::string_view value) {
       !Number(value.substr(a + 1, b - a - 1), &m.unix_ms)) {
     return std::nullopt;
   }
-  m.instance = std::string(value.substr(b + 1));
+  std::string_view rest = value.substr(b + 1);
+  if (const size_t tab = rest.find('\t'); tab != std::string_view::npos) {
+    m.process = std::string(rest.substr(tab + 1));
+    rest = rest.substr(0, tab);
+    if (m.process.size() > kMaxInstance + 3) return std::nullopt;
+  }
+  m.instance = std::string(rest);
   if (m.instance.size() > kMaxInstance + 3) return std::nullopt;
   return m;
 }
@@ -47,9 +58,18 @@ std::string Key(std::string_view durable, uint64_t stream_seq) {
   return std::string(durable) + "." + std::to_string(stream_seq);
 }
 
-Step Decide(uint64_t num_delivered, bool marker_found) {
+Step Decide(uint64_t num_delivered, bool marker_found, bool own_marker) {
   if (num_delivered <= 1) return Step::kRead;
-  return marker_found ? Step::kDeadLetter : Step::kMarkThenRead;
+  return marker_found && !own_marker ? Step::kDeadLetter : Step::kMarkThenRead;
+}
+
+std::string ThisProcess() {
+  static const std::string token =
+      std::to_string(getpid()) + "@" +
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count());
+  return token;
 }
 
 std::string Detail(std::string_view marker, uint64_t num_delivered) {

@@ -7,9 +7,6 @@
 #include "common/topology.h"
 
 namespace common {
-namespace {
-constexpr const char* kReadAnyway = "the message is read without the guard";
-}  // namespace
 
 std::unique_ptr<CrashGuard> CrashGuard::Bind(NatsClient& nats, std::string durable,
                                              std::string instance) {
@@ -28,35 +25,55 @@ std::unique_ptr<CrashGuard> CrashGuard::Bind(NatsClient& nats, std::string durab
   return g;
 }
 
-void CrashGuard::Warn(const std::string& what, const Error& e, const char* so) {
-  // The first failure and then every 100th: a NATS outage fails every call.
-  if (failures_++ % 100 == 0) {
-    spdlog::warn("crash-loop guard: {} failed ({}; {} failures so far): {}", what, e.message,
-                 failures_, so);
-  }
+void CrashGuard::Failed(const std::string& what, const Error& e) {
+  ++failures_;
+  rest_.Failed(std::chrono::steady_clock::now());
+  // One line a rest at most: the rest bounds how often the bucket is asked.
+  spdlog::warn(
+      "crash-loop guard: {} failed ({}; {} failures, {} redeliveries read unguarded so far): "
+      "redelivered messages are read without the guard for {} s, then it asks again",
+      what, e.message, failures_, unguarded_, rest_.length().count() / 1000);
 }
 
 void CrashGuard::RemoveLeftBehind() {
-  std::vector<uint64_t> still;
-  for (uint64_t seq : not_removed_) {
-    if (!bucket_->Delete(crash_guard::Key(durable_, seq)).ok()) still.push_back(seq);
+  // In order, up to the first failure: with the bucket silent each try costs a request timeout.
+  size_t done = 0;
+  for (; done < not_removed_.size(); ++done) {
+    auto st = bucket_->Delete(crash_guard::Key(durable_, not_removed_[done]));
+    if (!st.ok()) {
+      Failed("removing marker " + crash_guard::Key(durable_, not_removed_[done]), st.error());
+      break;
+    }
   }
-  not_removed_ = std::move(still);
+  not_removed_.erase(not_removed_.begin(), not_removed_.begin() + static_cast<long>(done));
 }
 
 CrashGuard::Verdict CrashGuard::Before(uint64_t stream_seq, uint64_t num_delivered) {
   Verdict v;
   v.seq = stream_seq;
   if (bucket_ == nullptr) return v;
+  if (rest_.Resting(std::chrono::steady_clock::now())) {
+    if (num_delivered > 1) ++unguarded_;
+    return v;
+  }
   if (!not_removed_.empty()) RemoveLeftBehind();  // before any message: NATS may be back
   if (num_delivered <= 1) return v;
+  if (rest_.Resting(std::chrono::steady_clock::now())) {  // a removal just failed
+    ++unguarded_;
+    return v;
+  }
   const std::string key = crash_guard::Key(durable_, stream_seq);
   auto found = bucket_->Get(key);
   if (!found.ok()) {
-    Warn("reading marker " + key, found.error(), kReadAnyway);
+    ++unguarded_;
+    Failed("reading marker " + key, found.error());
     return v;
   }
-  switch (crash_guard::Decide(num_delivered, found->has_value())) {
+  // A marker this process wrote (its term ended, or the marker's removal failed, while it read
+  // the message) is no crash: read again.
+  const auto marker = found->has_value() ? crash_guard::Decode((*found)->value) : std::nullopt;
+  const bool own = marker && marker->process == crash_guard::ThisProcess();
+  switch (crash_guard::Decide(num_delivered, found->has_value(), own)) {
     case crash_guard::Step::kRead:
       return v;
     case crash_guard::Step::kDeadLetter:
@@ -69,9 +86,11 @@ CrashGuard::Verdict CrashGuard::Before(uint64_t stream_seq, uint64_t num_deliver
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
-  auto put = bucket_->Put(key, crash_guard::Encode({num_delivered, now_ms, instance_}));
+  auto put = bucket_->Put(
+      key, crash_guard::Encode({num_delivered, now_ms, instance_, crash_guard::ThisProcess()}));
   if (!put.ok()) {
-    Warn("writing marker " + key, put.error(), kReadAnyway);
+    ++unguarded_;
+    Failed("writing marker " + key, put.error());
     return v;
   }
   v.marked = true;
@@ -80,12 +99,13 @@ CrashGuard::Verdict CrashGuard::Before(uint64_t stream_seq, uint64_t num_deliver
 
 void CrashGuard::Done(const Verdict& v) {
   if (!v.marked) return;
-  auto st = bucket_->Delete(crash_guard::Key(durable_, v.seq));
-  if (!st.ok()) {
-    Warn("removing marker " + crash_guard::Key(durable_, v.seq), st.error(),
-         "tried again before the next message is read");
-    not_removed_.push_back(v.seq);
+  // Resting (a request failed while this message was read): tried again after the rest.
+  if (!rest_.Resting(std::chrono::steady_clock::now())) {
+    auto st = bucket_->Delete(crash_guard::Key(durable_, v.seq));
+    if (st.ok()) return;
+    Failed("removing marker " + crash_guard::Key(durable_, v.seq), st.error());
   }
+  not_removed_.push_back(v.seq);
 }
 
 }  // namespace common

@@ -2,9 +2,10 @@
 // before it reads a redelivered message and removes after.
 //
 // When the bucket or NATS fails the guard, the message is read anyway (a guard that holds good
-// messages while NATS is slow would stop the queue it protects); a marker that could not be
-// removed is tried again before the next message is read (a marker left behind would have the
-// next delivery dead-lettered).
+// messages while NATS is slow would stop the queue it protects), and so are the redeliveries
+// of the next 30 s (crash_guard::Rest: a silent bucket must not cost a request timeout per
+// message); a marker that could not be removed is tried again before the next message is read
+// once the rest is over (a marker left behind would have the next delivery dead-lettered).
 // Ownership: owns its KvBucket; borrows the NatsClient (outlives the guard).
 // Thread-safety: one thread, the one that reads the messages.
 #pragma once
@@ -42,13 +43,16 @@ class CrashGuard {
 
  private:
   CrashGuard() = default;
-  void Warn(const std::string& what, const Error& e, const char* so);
+  // Logs the failure and starts a rest.
+  void Failed(const std::string& what, const Error& e);
   void RemoveLeftBehind();
 
   std::unique_ptr<KvBucket> bucket_;  // nullptr: off
   std::string durable_, instance_;
   std::vector<uint64_t> not_removed_;  // markers whose delete failed, tried again
   uint64_t failures_ = 0;
+  crash_guard::Rest rest_{crash_guard::kRestAfterFailure};
+  uint64_t unguarded_ = 0;  // redeliveries read without the guard in the rests so far
 };
 
 }  // namespace common

@@ -86,13 +86,19 @@ void LeaseKeeper::Start() {
   thread_ = std::thread([this] { Loop(); });
 }
 
-bool LeaseKeeper::WaitForLeadership(StopFlag& stop) {
+LeaseKeeper::Wait LeaseKeeper::WaitForLeadership(StopFlag& stop) {
   std::unique_lock lock(mu_);
   while (!decision_.Leads(LeaseClock::now())) {
-    if (stop.stopping()) return false;
+    if (stop.stopping()) return Wait::kStopped;
+    if (reach_.Lost(LeaseClock::now())) return Wait::kMove;
     cv_.wait_for(lock, kIdle);
   }
-  return !stop.stopping();
+  return stop.stopping() ? Wait::kStopped : Wait::kLeads;
+}
+
+std::chrono::milliseconds LeaseKeeper::JetStreamSilentFor() const {
+  std::lock_guard lock(mu_);
+  return reach_.SilentFor(LeaseClock::now());
 }
 
 void LeaseKeeper::BindTerm(StopFlag* term) {
@@ -155,6 +161,13 @@ void LeaseKeeper::Loop() {
       auto b = KvBucket::Bind(nats_, topology::kLocksBucket);
       lock.lock();
       std::string why;
+      if (!b && b.error().kind == ErrorKind::kRetryable && nats_.Connected()) {
+        reach_.Unanswered(now);
+      } else if (!nats_.Connected()) {
+        reach_.Disconnected();
+      } else {
+        reach_.Answered(now);
+      }
       if (b) {
         // The bucket's max age is the server's side of the lease: time ours by it, not by
         // the configuration, so the two cannot disagree.
@@ -167,6 +180,7 @@ void LeaseKeeper::Loop() {
               "platformctl init";
         } else {
           decision_ = LeaseDecision(LeaseTiming::ForTtl(*ttl));
+          reach_ = JetStreamReach(*ttl);
           bucket_ = std::move(*b);
           spdlog::info("lease {}: TTL {} ms (the bucket's max age)", key_, ttl->count());
           continue;
@@ -188,6 +202,7 @@ void LeaseKeeper::Loop() {
       // this instance without its knowing: nobody would consume for a whole TTL (measured:
       // 15 s after every reconnect). The time without answers restarts with the connection.
       create_failing_since_ = {};
+      reach_.Disconnected();
       decision_.OnCreateRefused(now);
     } else if (action.op == LeaseDecision::Op::kCreate) {
       LeaseHolder h = self_;
@@ -196,6 +211,11 @@ void LeaseKeeper::Loop() {
       lock.unlock();
       auto r = bucket_->Create(key_, value);
       lock.lock();
+      if (r || r.error().kind != ErrorKind::kRetryable) {
+        reach_.Answered(now);
+      } else {
+        reach_.Unanswered(now);
+      }
       if (r) {
         create_failing_since_ = {};
         self_ = h;  // renewals keep this acquisition time
@@ -210,6 +230,11 @@ void LeaseKeeper::Loop() {
       lock.unlock();
       auto r = bucket_->Update(key_, value, action.revision);
       lock.lock();
+      if (r || r.error().kind != ErrorKind::kRetryable) {
+        reach_.Answered(now);
+      } else {
+        reach_.Unanswered(now);
+      }
       if (r) {
         decision_.OnRenewed(now, *r);
         if (term_ && decision_.leader()) term_->ExtendDeadline(decision_.valid_until());

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "common/js_reach.h"
 #include "common/lease.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -42,8 +43,18 @@ class LeaseKeeper {
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
 
   void Start();
-  // Blocks until this instance leads (true) or `stop` is requested (false).
-  bool WaitForLeadership(StopFlag& stop);
+  enum class Wait {
+    kLeads,    // this instance leads: run a term
+    kStopped,  // `stop` was requested
+    // JetStream behind this connection has answered nothing for a lease TTL while connected
+    // (common/js_reach.h): the caller drops this keeper and its connection and connects again
+    // avoiding this server.
+    kMove,
+  };
+  // Blocks until one of the above.
+  Wait WaitForLeadership(StopFlag& stop);
+  // How long the bucket has answered nothing (0 while it answers); for the move's log line.
+  std::chrono::milliseconds JetStreamSilentFor() const;
   // Ties `term` to the current lease (see above); nullptr unties. The flag must stay alive
   // until it is untied.
   void BindTerm(StopFlag* term);
@@ -70,6 +81,7 @@ class LeaseKeeper {
   bool stop_ = false;
   std::unique_ptr<KvBucket> bucket_;               // keeper thread only
   LeaseClock::time_point create_failing_since_{};  // creates unanswered since; {} = answered
+  JetStreamReach reach_{LeaseTiming{}.ttl};        // limit: the bucket's TTL once bound
   LogLimiter create_warn_{1, std::chrono::minutes(1)};
   std::thread thread_;
 };

@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "common/js_error.h"
 #include "common/nats_status.h"
 #include "common/pub_answer.h"
 
@@ -170,11 +171,14 @@ void AsyncPublisher::OnAnswer(natsMsg* msg) {
     if (a.kind == PubAnswer::Kind::kRefused) {
       // 10077: the stream is at its max_bytes and refuses new messages (discard new). Said in
       // words, since it is the publisher's to act on (docs/contract.md §2, storage limits).
-      const std::string why = a.err_code == 10077
+      const std::string why = a.err_code == js_error::kStoreFailed
                                   ? "async publish refused, the stream is full: " + a.description +
                                         "; it takes messages again once its consumer removes some"
                                   : "async publish (" + a.description + ")";
-      st = NatsError(NATS_ERR, why, static_cast<jsErrCode>(a.err_code));
+      Error e = NatsError(NATS_ERR, why, static_cast<jsErrCode>(a.err_code));
+      // 2.11+ answers 429 when the stream's ingest queue is full: publish again later.
+      if (js_error::IsTooManyRequests(a.status, a.err_code)) e.kind = ErrorKind::kRetryable;
+      st = e;
     } else if (a.kind == PubAnswer::Kind::kUnreadable) {
       // Whether the stream stored it is unknown: the caller publishes again (idempotent).
       st = Error::Retryable("async publish: " + a.description);

@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <random>
 #include <vector>
 
+#include "common/js_error.h"
+#include "common/js_reach.h"
 #include "common/log.h"
 #include "common/nats_status.h"
 
@@ -20,9 +23,13 @@ Error NatsError(natsStatus s, const std::string& what, jsErrCode jerr) {
   if (last != nullptr && *last != 0 && std::string(last) != natsStatus_GetText(s)) {
     msg += ": " + std::string(last);
   }
+  Error e = Error::Permanent(std::move(msg));
+  e.code = static_cast<int>(jerr);
+  e.client_status = static_cast<int>(s);
   switch (s) {
     case NATS_NOT_FOUND:
-      return Error::NotFound(msg);
+      e.kind = ErrorKind::kNotFound;
+      return e;
     case NATS_TIMEOUT:
     case NATS_NO_SERVER:
     case NATS_CONNECTION_CLOSED:
@@ -31,18 +38,19 @@ Error NatsError(natsStatus s, const std::string& what, jsErrCode jerr) {
     case NATS_NO_RESPONDERS:
     case NATS_IO_ERROR:
     case NATS_SLOW_CONSUMER:
-      return Error::Retryable(msg);
+      e.kind = ErrorKind::kRetryable;
+      return e;
     case NATS_INVALID_ARG:
     case NATS_INVALID_SUBJECT:
-      return Error::Invalid(msg);
+      e.kind = ErrorKind::kInvalid;
+      return e;
     default:
       break;
   }
-  // JetStream answers "not found" as an API error code rather than a status.
-  if (jerr == JSStreamNotFoundErr || jerr == JSConsumerNotFoundErr || jerr == JSNoMessageFoundErr) {
-    return Error::NotFound(msg);
-  }
-  return Error::Permanent(msg);
+  // JetStream answers "not found", "busy" (429) and "electing" as an API error code rather than
+  // a status. nats.c hands over err_code only, not the answer's 429.
+  if (jerr != 0) e.kind = js_error::KindOf(0, static_cast<int>(jerr));
+  return e;
 }
 
 namespace {
@@ -125,9 +133,15 @@ Result<std::unique_ptr<NatsClient>> NatsClient::Connect(const CommonConfig& conf
   if (auto s = natsOptions_Create(&raw); s != NATS_OK) return NatsError(s, "nats options");
   std::unique_ptr<natsOptions, OptionsDeleter> opts(raw);
 
+  // Moving away from a server (avoid_url): our order, kept by nats.c for its reconnects too.
+  const std::vector<std::string> servers =
+      options.avoid_url.empty()
+          ? config.nats_urls
+          : ServersAvoiding(config.nats_urls, options.avoid_url, std::random_device{}());
   std::vector<const char*> urls;
-  for (const auto& u : config.nats_urls) urls.push_back(u.c_str());
+  for (const auto& u : servers) urls.push_back(u.c_str());
   natsStatus s = natsOptions_SetServers(opts.get(), urls.data(), static_cast<int>(urls.size()));
+  if (s == NATS_OK && !options.avoid_url.empty()) s = natsOptions_SetNoRandomize(opts.get(), true);
   if (s == NATS_OK && !options.client_name.empty()) {
     s = natsOptions_SetName(opts.get(), options.client_name.c_str());
   }
@@ -190,6 +204,7 @@ Result<std::unique_ptr<NatsClient>> NatsClient::Connect(const CommonConfig& conf
   std::unique_ptr<NatsClient> client(new NatsClient());
   client->timeout_ms_ = options.request_timeout_ms;
   client->config_ = config;
+  client->avoid_url_ = options.avoid_url;
   client->closing_ = closing;
   client->Join();
   // The first connection is made here, attempt after attempt, rather than by nats.c's "retry on
@@ -250,7 +265,9 @@ struct NatsClient::Group {
 };
 
 Result<std::unique_ptr<NatsClient>> NatsClient::Sibling(const Options& options) const {
-  auto sibling = Connect(config_, options);
+  Options o = options;
+  if (o.avoid_url.empty()) o.avoid_url = avoid_url_;  // not back to the server this one left
+  auto sibling = Connect(config_, o);
   if (!sibling) return sibling;
   std::lock_guard lock(group_->mu);
   (*sibling)->Leave();

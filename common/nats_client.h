@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -39,6 +40,9 @@ class NatsClient {
     StopFlag* retry_until_stopped = nullptr;
     bool send_asap = true;  // no ~1 ms write coalescing (docs/measured.md)
     int64_t request_timeout_ms = 5000;
+    // A server the last connection used whose JetStream stopped answering (common/js_reach.h):
+    // tried last, the others first in a random order. Empty: nats.c's own random order.
+    std::string avoid_url;
   };
 
   // Errors: kInvalid for a TLS file nats.c cannot load (names the variable), kRetryable when no
@@ -80,7 +84,27 @@ class NatsClient {
   std::shared_ptr<std::atomic<bool>> closing_;  // shared with the callbacks' Events
   std::shared_ptr<Group> group_;
   int64_t timeout_ms_ = 5000;
-  CommonConfig config_;  // for Sibling()
+  CommonConfig config_;    // for Sibling()
+  std::string avoid_url_;  // for Sibling()
+};
+
+// The service's current connection, for the threads that only ask whether it stands (/healthz,
+// the metrics collector), while the service may replace it (a move away from a server whose
+// JetStream stopped answering). Thread-safety: any thread.
+class ConnectionSlot {
+ public:
+  void Set(std::shared_ptr<NatsClient> client) {
+    std::lock_guard lock(mu_);
+    client_ = std::move(client);
+  }
+  bool Connected() const {
+    std::lock_guard lock(mu_);
+    return client_ != nullptr && client_->Connected();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<NatsClient> client_;
 };
 
 // Makes a SIGTERM end every wait on NATS while NATS cannot be reached: from the moment `stop`

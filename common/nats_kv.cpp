@@ -6,7 +6,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <optional>
 
+#include "common/js_error.h"
 #include "common/nats_status.h"
 
 namespace common {
@@ -123,27 +126,79 @@ std::vector<Result<std::optional<KvValue>>> KvBucket::GetMany(
   return out;
 }
 
-Result<uint64_t> KvBucket::Put(const std::string& key, const std::string& value) {
-  uint64_t rev = 0;
-  natsStatus s = kvStore_Put(&rev, kv_, key.c_str(), value.data(), static_cast<int>(value.size()));
-  if (s != NATS_OK) return NatsError(s, "KV put " + name_ + "/" + key);
+namespace {
+
+struct MsgDeleter {
+  void operator()(natsMsg* m) const { natsMsg_Destroy(m); }
+};
+
+// nats.c's KV key rule (kv.c validKey): not empty, no empty token, [-/\\_=.A-Za-z0-9].
+bool ValidKey(const std::string& key) {
+  if (key.empty() || key.front() == '.' || key.back() == '.') return false;
+  for (size_t i = 0; i < key.size(); ++i) {
+    const char c = key[i];
+    if (c == '.' && key[i - 1] == '.') return false;
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-' || c == '/' || c == '\\' || c == '=';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// A write as nats.c's kvStore_Put/Update/Delete make it (a publish to $KV.<bucket>.<key>, with
+// the expected last revision or the delete marker's header), but keeping JetStream's err_code,
+// which kvStore_* drop: a busy 2.11+ server's 429 (common/js_error.h) is then retryable, not
+// a refusal. `last`: nullopt for any revision, 0 for "no value yet".
+Result<uint64_t> KvBucket::Write(const std::string& key, const std::string& value,
+                                 std::optional<uint64_t> last, bool del, const char* what) {
+  const std::string where = std::string(what) + " " + name_ + "/" + key;
+  if (!ValidKey(key)) return Error::Invalid(where + ": invalid key");
+  const std::string subject = "$KV." + name_ + "." + key;
+  natsMsg* raw = nullptr;
+  natsStatus s =
+      natsMsg_Create(&raw, subject.c_str(), nullptr, value.data(), static_cast<int>(value.size()));
+  if (s != NATS_OK) return NatsError(s, where);
+  std::unique_ptr<natsMsg, MsgDeleter> msg(raw);
+  if (del && (s = natsMsgHeader_Set(msg.get(), "KV-Operation", "DEL")) != NATS_OK) {
+    return NatsError(s, where);
+  }
+  jsPubOptions po;
+  jsPubOptions_Init(&po);
+  po.MaxWait = client_->request_timeout_ms();
+  if (last && *last == 0) po.ExpectNoMessage = true;
+  if (last && *last > 0) po.ExpectLastSubjectSeq = *last;
+  jsPubAck* pa = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  s = js_PublishMsg(&pa, client_->js(), msg.get(), &po, &jerr);
+  if (s != NATS_OK) return NatsError(s, where, jerr);
+  const uint64_t rev = pa->Sequence;
+  jsPubAck_Destroy(pa);
   return rev;
+}
+
+Result<uint64_t> KvBucket::Put(const std::string& key, const std::string& value) {
+  return Write(key, value, std::nullopt, false, "KV put");
 }
 
 Result<uint64_t> KvBucket::Create(const std::string& key, const std::string& value) {
+  auto r = Write(key, value, 0, false, "KV create");
+  if (r || r.error().code != js_error::kWrongLastSequence) return r;
+  // The key has a last message: a value, or the marker a delete left. nats.c's create tells
+  // them apart and writes over a marker (its own first try fails again the same way).
   uint64_t rev = 0;
   natsStatus s =
       kvStore_Create(&rev, kv_, key.c_str(), value.data(), static_cast<int>(value.size()));
-  if (s != NATS_OK) return NatsError(s, "KV create " + name_ + "/" + key);
-  return rev;
+  if (s == NATS_OK) return rev;
+  // nats.c drops the err_code: its refusal is the one above (the key holds a value), unless
+  // the second round trip itself failed.
+  Error second = NatsError(s, "KV create " + name_ + "/" + key);
+  return second.kind == ErrorKind::kRetryable ? second : r.error();
 }
 
 Result<uint64_t> KvBucket::Update(const std::string& key, const std::string& value, uint64_t last) {
-  uint64_t rev = 0;
-  natsStatus s =
-      kvStore_Update(&rev, kv_, key.c_str(), value.data(), static_cast<int>(value.size()), last);
-  if (s != NATS_OK) return NatsError(s, "KV update " + name_ + "/" + key);
-  return rev;
+  return Write(key, value, last, false, "KV update");
 }
 
 Result<std::vector<std::string>> KvBucket::Keys() {
@@ -182,8 +237,8 @@ Result<std::chrono::milliseconds> KvBucket::Ttl() {
 }
 
 Status KvBucket::Delete(const std::string& key) {
-  natsStatus s = kvStore_Delete(kv_, key.c_str());
-  if (s != NATS_OK) return NatsError(s, "KV delete " + name_ + "/" + key);
+  auto r = Write(key, "", std::nullopt, true, "KV delete");
+  if (!r) return r.error();
   return Status::Ok();
 }
 

@@ -53,6 +53,8 @@ class KvBucket {
 
  private:
   KvBucket() = default;
+  Result<uint64_t> Write(const std::string& key, const std::string& value,
+                         std::optional<uint64_t> last, bool del, const char* what);
   kvStore* kv_ = nullptr;         // owned
   NatsClient* client_ = nullptr;  // borrowed
   bool direct_ = false;           // the stream answers direct gets (allow_direct)

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 
+#include "common/ack_subject.h"
+#include "common/js_error.h"
 #include "common/nats_status.h"
 
 namespace common {
@@ -26,13 +28,14 @@ jsOptions Wait(const NatsClient& client) {
 }  // namespace
 
 Message::Message(natsMsg* msg) : msg_(msg) {
-  jsMsgMetaData* meta = nullptr;
-  if (natsMsg_GetMetaData(&meta, msg_) == NATS_OK) {
-    stream_ = meta->Stream ? meta->Stream : "";
-    stream_seq_ = meta->Sequence.Stream;
-    num_delivered_ = meta->NumDelivered;
-    timestamp_ns_ = meta->Timestamp;
-    jsMsgMetaData_Destroy(meta);
+  // Our own reading of the ack subject (both formats, common/ack_subject.h) rather than
+  // natsMsg_GetMetaData, so what we accept is unit tested here.
+  const char* reply = natsMsg_GetReply(msg_);
+  if (auto meta = ack_subject::Parse(reply != nullptr ? reply : "")) {
+    stream_ = std::string(meta->stream);
+    stream_seq_ = meta->stream_seq;
+    num_delivered_ = meta->delivered;
+    timestamp_ns_ = meta->timestamp_ns;
   }
 }
 
@@ -62,6 +65,11 @@ Message& Message::operator=(Message&& o) noexcept {
 std::string_view Message::subject() const {
   const char* s = natsMsg_GetSubject(msg_);
   return s ? s : "";
+}
+
+std::string_view Message::reply() const {
+  const char* r = natsMsg_GetReply(msg_);
+  return r ? r : "";
 }
 
 std::string_view Message::data() const {
@@ -317,14 +325,9 @@ Result<PubAck> PublishSync(NatsClient& client, const OutMessage& m) {
 }
 
 bool IsMessageTooLarge(const Error& e) {
-  // NatsError's text: nats.c's "Maximum Payload Exceeded" (NATS_MAX_PAYLOAD) or JetStream's
-  // error 10054, "message size exceeds maximum allowed".
-  std::string m = e.message;
-  std::transform(m.begin(), m.end(), m.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return m.find("maximum payload") != std::string::npos ||
-         m.find("message size exceeds") != std::string::npos ||
-         m.find("jetstream error 10054") != std::string::npos;
+  // nats.c refuses a message above the server's max payload before sending it; a stream refuses
+  // one above its max_msg_size with err_code 10054.
+  return e.client_status == NATS_MAX_PAYLOAD || e.code == js_error::kMessageTooLarge;
 }
 
 }  // namespace common

@@ -46,8 +46,10 @@ class Message {
   // without building it, for budgets counted on every message.
   size_t HeaderBytes() const;
 
-  // From the JetStream reply subject: origin stream, stream sequence, delivery count, time
-  // the stream stored it.
+  // The reply subject: for a JetStream delivery its ack subject ("$JS.ACK...").
+  std::string_view reply() const;
+  // From the ack subject, either format (common/ack_subject.h): origin stream, stream sequence,
+  // delivery count, time the stream stored it. Empty and 0 for a message that has none.
   const std::string& stream() const { return stream_; }
   uint64_t stream_seq() const { return stream_seq_; }
   uint64_t num_delivered() const { return num_delivered_; }

@@ -100,7 +100,14 @@ Result<std::unique_ptr<PgConn>> PgConn::Connect(const std::string& conninfo,
   std::string timeout = std::to_string(options.connect_timeout.count());
   std::string server_options;
   if (options.statement_timeout.count() > 0) {
-    server_options = "-c statement_timeout=" + std::to_string(options.statement_timeout.count());
+    // The same bound on a transaction that sits idle: the server ends it (and frees its row
+    // locks) even when the client is gone without a word. A writer whose connection went
+    // half-open (its RST lost on a lossy link, then the process restarted) otherwise left
+    // its INSERT's locks held until the server's TCP keepalive, two hours by default, and
+    // every redelivery of those batches waited on them (seen in the soak on nats-server
+    // 2.15.1: API_METRICS stalled 54 minutes behind one such session).
+    const std::string ms = std::to_string(options.statement_timeout.count());
+    server_options = "-c statement_timeout=" + ms + " -c idle_in_transaction_session_timeout=" + ms;
   }
   // expand_dbname: `dbname` may be a whole URL; the keys after it override what it says. TCP
   // keepalives and a user timeout make a vanished server an error instead of a hang.

@@ -50,6 +50,7 @@ class PgConn {
   struct Options {
     std::string application_name = "core";
     std::chrono::seconds connect_timeout{5};
+    // Also the longest a transaction may sit idle (idle_in_transaction_session_timeout).
     std::chrono::milliseconds statement_timeout{60'000};  // 0 = server default
   };
 

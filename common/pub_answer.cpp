@@ -26,8 +26,10 @@ PubAnswer ReadPubAnswer(std::string_view body) {
   if (obj["error"].get_object().get(err) == simdjson::SUCCESS) {
     a.kind = PubAnswer::Kind::kRefused;
     int64_t code = 0;
-    if (err["err_code"].get_int64().get(code) == simdjson::SUCCESS)
+    if (err["err_code"].get_int64().get(code) == simdjson::SUCCESS && code > 0 && code < 1000000)
       a.err_code = static_cast<int>(code);
+    if (err["code"].get_int64().get(code) == simdjson::SUCCESS && code > 0 && code < 1000)
+      a.status = static_cast<int>(code);
     std::string_view text;
     if (err["description"].get_string().get(text) == simdjson::SUCCESS) a.description = text;
     if (a.description.empty()) a.description = "refused without a description";

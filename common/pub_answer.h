@@ -21,6 +21,7 @@ struct PubAnswer {
   Kind kind = Kind::kUnreadable;
   uint64_t seq = 0;
   bool duplicate = false;
+  int status = 0;           // the error's HTTP-like "code" (400, 429, 503, ...)
   int err_code = 0;         // JetStream's err_code (10054: message too large, ...)
   std::string description;  // the server's words, or what was wrong with the answer
 };

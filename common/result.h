@@ -23,11 +23,23 @@ const char* ErrorKindName(ErrorKind kind);
 struct Error {
   ErrorKind kind = ErrorKind::kPermanent;
   std::string message;
+  // JetStream's err_code when the server refused with one (10054: message too large, 10167: too
+  // many requests; common/js_error.h), else 0. Callers judge by this field, never by the message.
+  int code = 0;
+  // The client library's own status when it gave the error (nats.c's natsStatus as an int, read
+  // only by the adapter files), else 0.
+  int client_status = 0;
 
   static Error Retryable(std::string m) { return {ErrorKind::kRetryable, std::move(m)}; }
   static Error Permanent(std::string m) { return {ErrorKind::kPermanent, std::move(m)}; }
   static Error Invalid(std::string m) { return {ErrorKind::kInvalid, std::move(m)}; }
   static Error NotFound(std::string m) { return {ErrorKind::kNotFound, std::move(m)}; }
+  // The same error with another message (context added), its kind and codes kept.
+  Error Retold(std::string m) const {
+    Error e = *this;
+    e.message = std::move(m);
+    return e;
+  }
 };
 
 template <typename T>

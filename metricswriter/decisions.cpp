@@ -12,6 +12,20 @@ Millis Backoff::Next(double rand01) {
   return Millis(static_cast<int64_t>(full / 2 + full / 2 * rand01));
 }
 
+std::vector<size_t> SplitByBytes(const std::vector<size_t>& sizes, size_t max_bytes) {
+  std::vector<size_t> ends;
+  size_t run = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (run > 0 && run + sizes[i] > max_bytes) {
+      ends.push_back(i);
+      run = 0;
+    }
+    run += sizes[i];
+  }
+  if (!sizes.empty()) ends.push_back(sizes.size());
+  return ends;
+}
+
 Millis GroupPolicy::FetchWait(size_t batches, Clock::time_point first, Clock::time_point now,
                               Millis idle) const {
   if (batches == 0) return idle;

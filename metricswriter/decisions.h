@@ -57,6 +57,15 @@ class GroupPolicy {
   Millis linger_;
 };
 
+// Splits items of the given sizes into runs of consecutive items whose sizes add up to at most
+// `max_bytes` (an item bigger than that is a run of its own); returns each run's end index.
+// The series a group creates go to PostgreSQL in such runs (Store, kSeriesStatementBytes): a
+// statement's text exists about three times at once (our array literals, libpq's output buffer
+// that grows by doubling), outside the byte budget, so one statement for every new series of a
+// group cost several times the group's decoded size: 177 MiB over a 64 MiB budget with 3,000
+// series a batch and 900 bytes of attributes each (bench/service_memory).
+std::vector<size_t> SplitByBytes(const std::vector<size_t>& sizes, size_t max_bytes);
+
 // Finds the batches of a group that the database rejects for their content, by bisection: the
 // group is tried whole; a rejected range is split in two and each half tried; a rejected single
 // batch is set aside (dead-lettered). One poison batch among n costs about 2*log2(n) extra

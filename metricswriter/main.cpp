@@ -9,7 +9,7 @@
 
 #include "common/config.h"
 #include "common/http_server.h"
-#include "common/lease_keeper.h"
+#include "common/leader_terms.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/nats_client.h"
@@ -65,10 +65,9 @@ int main(int argc, char** argv) {
   const mw::WriterMetrics at_start(registry);
   common::LeaseKeeper::RegisterMetrics(registry, "metricswriter");
   common::metrics::AddProcessMetrics(registry);
-  // /healthz answers from the start, 503 until NATS is reached. The connection is declared
-  // before the server, so the server (and its health callback) goes first.
-  std::unique_ptr<common::NatsClient> nats;
-  std::atomic<common::NatsClient*> connected{nullptr};
+  // /healthz answers from the start, 503 until NATS is reached. The slot is declared before
+  // the server, so the server (and its health callback) goes first.
+  common::ConnectionSlot connected;
   // The writer of the current leadership term, for /healthz; null while following.
   std::mutex writer_mu;
   mw::Writer* writer = nullptr;
@@ -76,8 +75,7 @@ int main(int argc, char** argv) {
     std::lock_guard lock(writer_mu);
     if (writer != nullptr) return writer->health();
     common::Health h;
-    common::NatsClient* n = connected.load();
-    h.ok = n != nullptr && n->Connected();
+    h.ok = connected.Connected();
     h.detail = h.ok ? "follower: waiting for the metricswriter lease\n" : "nats: not connected\n";
     return h;
   });
@@ -92,44 +90,29 @@ int main(int argc, char** argv) {
   nats_options.client_name = "metricswriter@" + common.instance;
   options.instance = common.instance;
   nats_options.retry_until_stopped = &stop;
-  auto client = common::NatsClient::Connect(common, nats_options);
-  if (!client.ok()) {
-    if (stop.stopping()) {
-      spdlog::info("metricswriter stopped before NATS could be reached");
-      return 0;
-    }
-    spdlog::critical("cannot connect to NATS: {}", client.error().message);  // a TLS file
-    return 2;
-  }
-  nats = std::move(*client);
-  connected = nats.get();
-  common::NatsStopGuard nats_stop(*nats, stop);
   // Only the holder of the `metricswriter` lease consumes. A term ends on SIGTERM or the moment
   // the lease is lost: the writer finishes the transaction under way, releases the rest and
-  // returns, and this instance waits for the lease again.
-  common::LeaseKeeper lease(*nats, "metricswriter", common::ThisProcessHolder(common.instance),
-                            registry);
-  lease.Start();
-  common::Status status = common::Status::Ok();
-  while (status.ok() && lease.WaitForLeadership(stop)) {
-    common::StopFlag term(&stop);
-    lease.BindTerm(&term);
-    {
-      mw::Writer w(options, *nats, registry, term);
-      {
+  // returns.
+  auto end = common::RunLeaderTerms(
+      common, nats_options, stop, connected, registry, "metricswriter",
+      [&](common::NatsClient& nats, common::LeaseKeeper&, common::StopFlag& term) {
+        mw::Writer w(options, nats, registry, term);
+        {
+          std::lock_guard lock(writer_mu);
+          writer = &w;
+        }
+        common::Status status = w.Run();
         std::lock_guard lock(writer_mu);
-        writer = &w;
-      }
-      status = w.Run();
-      std::lock_guard lock(writer_mu);
-      writer = nullptr;
-    }
-    lease.BindTerm(nullptr);
-    if (status.ok() && !stop.stopping()) spdlog::info("waiting for the metricswriter lease again");
+        writer = nullptr;
+        return status;
+      });
+  if (end.kind == common::TermsEnd::Kind::kConnectFailed) {
+    spdlog::critical("cannot connect to NATS: {}", end.error.message);  // a TLS file
+    return 2;
   }
   server.Stop();
-  if (!status.ok()) {
-    spdlog::critical("{}", status.error().message);
+  if (end.kind == common::TermsEnd::Kind::kTermFailed) {
+    spdlog::critical("{}", end.error.message);
     return 1;
   }
   return 0;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 
+#include "metricswriter/decisions.h"
 #include "metricswriter/migrations.h"
 
 namespace mw {
@@ -94,6 +95,55 @@ common::Status Store::Fail(const common::Error& e) {
   return e;
 }
 
+common::Status Store::InsertSeries(
+    std::span<const PendingBatch> batches,
+    std::span<const std::pair<Fingerprint, std::pair<size_t, size_t>>> todo) {
+  std::array<std::string, 13> cols;
+  for (auto& c : cols) c = "{";
+  for (const auto& [fp, where] : todo) {
+    const PendingBatch& pb = batches[where.first];
+    const SeriesView s = pb.batch.SeriesAt(where.second);
+    const Scope& sc = pb.batch.scopes[s.scope];
+    Elem(cols[0], Hex(fp.Bytes()));
+    Elem(cols[1], pb.tenant);
+    Elem(cols[2], s.name);
+    Elem(cols[3], MetricTypeName(s.type));
+    Elem(cols[4], s.unit);
+    Elem(cols[5], s.description);
+    Elem(cols[6], TemporalityName(s.temporality));
+    Elem(cols[7], s.monotonic ? "t" : "f");
+    Elem(cols[8], pb.batch.resources[s.resource]);
+    Elem(cols[9], sc.name);
+    Elem(cols[10], sc.version);
+    Elem(cols[11], sc.attributes);
+    Elem(cols[12], s.attributes);
+  }
+  for (auto& c : cols) c += '}';
+  // Moved, not copied (but the fingerprints, asked for again below).
+  std::vector<common::pg::Param> params;
+  params.reserve(cols.size());
+  params.emplace_back(cols[0]);
+  for (size_t c = 1; c < cols.size(); ++c) params.emplace_back(std::move(cols[c]));
+  auto ins = conn_->Query(
+      "INSERT INTO metrics.series (fingerprint, tenant, name, type, unit, description, "
+      "temporality, monotonic, resource, scope_name, scope_version, scope_attributes, "
+      "attributes) SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[], $4::text[], "
+      "$5::text[], $6::text[], $7::text[], $8::boolean[], $9::jsonb[], $10::text[], $11::text[], "
+      "$12::jsonb[], $13::jsonb[]) ON CONFLICT (fingerprint) DO NOTHING",
+      params);
+  if (!ins.ok()) return ins.error();
+  params.clear();
+  auto sel = conn_->Query(
+      "SELECT encode(fingerprint, 'hex'), series_id FROM metrics.series "
+      "WHERE fingerprint = ANY($1::bytea[])",
+      {cols[0]});
+  if (!sel.ok()) return sel.error();
+  for (int r = 0; r < sel->rows(); ++r) {
+    series_[FromHex(sel->Get(r, 0))] = std::atoll(std::string(sel->Get(r, 1)).c_str());
+  }
+  return common::Status::Ok();
+}
+
 common::Status Store::ResolveSeries(std::span<const PendingBatch> batches,
                                     std::vector<std::vector<int64_t>>* ids, size_t* created) {
   // Misses, once each: fingerprint -> (batch, series) that describes it.
@@ -111,44 +161,29 @@ common::Status Store::ResolveSeries(std::span<const PendingBatch> batches,
     }
   }
   if (misses.empty()) return common::Status::Ok();
-  std::array<std::string, 13> cols;
-  for (auto& c : cols) c = "{";
+  // Emptied before the inserts, so every id they return stays cached until the ids are filled
+  // in below.
+  if (series_.size() + misses.size() > options_.series_cache_max) series_.clear();
+  // The new series go in statements of at most kSeriesStatementBytes of text (SplitByBytes).
+  std::vector<std::pair<Fingerprint, std::pair<size_t, size_t>>> todo;
+  std::vector<size_t> sizes;
+  todo.reserve(misses.size());
+  sizes.reserve(misses.size());
   for (const auto& [key, where] : misses) {
     const PendingBatch& pb = batches[where.first];
     const SeriesView s = pb.batch.SeriesAt(where.second);
     const Scope& sc = pb.batch.scopes[s.scope];
-    Elem(cols[0], Hex(Fingerprint{key.first, key.second}.Bytes()));
-    Elem(cols[1], pb.tenant);
-    Elem(cols[2], s.name);
-    Elem(cols[3], MetricTypeName(s.type));
-    Elem(cols[4], s.unit);
-    Elem(cols[5], s.description);
-    Elem(cols[6], TemporalityName(s.temporality));
-    Elem(cols[7], s.monotonic ? "t" : "f");
-    Elem(cols[8], pb.batch.resources[s.resource]);
-    Elem(cols[9], sc.name);
-    Elem(cols[10], sc.version);
-    Elem(cols[11], sc.attributes);
-    Elem(cols[12], s.attributes);
+    todo.emplace_back(Fingerprint{key.first, key.second}, where);
+    sizes.push_back(128 + pb.tenant.size() + s.name.size() + s.unit.size() + s.description.size() +
+                    pb.batch.resources[s.resource].size() + sc.name.size() + sc.version.size() +
+                    sc.attributes.size() + s.attributes.size());
   }
-  for (auto& c : cols) c += '}';
-  std::vector<common::pg::Param> params(cols.begin(), cols.end());
-  auto ins = conn_->Query(
-      "INSERT INTO metrics.series (fingerprint, tenant, name, type, unit, description, "
-      "temporality, monotonic, resource, scope_name, scope_version, scope_attributes, "
-      "attributes) SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[], $4::text[], "
-      "$5::text[], $6::text[], $7::text[], $8::boolean[], $9::jsonb[], $10::text[], $11::text[], "
-      "$12::jsonb[], $13::jsonb[]) ON CONFLICT (fingerprint) DO NOTHING",
-      params);
-  if (!ins.ok()) return ins.error();
-  auto sel = conn_->Query(
-      "SELECT encode(fingerprint, 'hex'), series_id FROM metrics.series "
-      "WHERE fingerprint = ANY($1::bytea[])",
-      {cols[0]});
-  if (!sel.ok()) return sel.error();
-  if (series_.size() + misses.size() > options_.series_cache_max) series_.clear();
-  for (int r = 0; r < sel->rows(); ++r) {
-    series_[FromHex(sel->Get(r, 0))] = std::atoll(std::string(sel->Get(r, 1)).c_str());
+  size_t begin = 0;
+  for (size_t end : SplitByBytes(sizes, kSeriesStatementBytes)) {
+    if (auto st = InsertSeries(batches, std::span(todo).subspan(begin, end - begin)); !st.ok()) {
+      return st;
+    }
+    begin = end;
   }
   *created += misses.size();
   for (size_t i = 0; i < batches.size(); ++i) {

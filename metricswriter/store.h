@@ -45,6 +45,9 @@ struct WriteOutcome {
   size_t series_created = 0;
 };
 
+// The most text one statement creating series carries (decisions.h, SplitByBytes).
+inline constexpr size_t kSeriesStatementBytes = 4 << 20;
+
 class Store {
  public:
   struct Options {
@@ -76,6 +79,10 @@ class Store {
   common::Status Fail(const common::Error& e);  // drops a broken connection, returns e
   common::Status ResolveSeries(std::span<const PendingBatch> batches,
                                std::vector<std::vector<int64_t>>* ids, size_t* created);
+  // INSERTs the series `todo` lists (fingerprint, (batch, series)) and caches their ids.
+  common::Status InsertSeries(
+      std::span<const PendingBatch> batches,
+      std::span<const std::pair<Fingerprint, std::pair<size_t, size_t>>> todo);
   common::Status EnsureDays(std::span<const PendingBatch> batches, int64_t now_ns);
 
   Options options_;

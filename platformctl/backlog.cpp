@@ -10,18 +10,17 @@ std::optional<double> Rate(uint64_t before, uint64_t after, double interval_seco
   return static_cast<double>(after - before) / interval_seconds;
 }
 
+uint64_t Unclaimed(const StreamReading& r, const ConsumerReading& c) {
+  const uint64_t known = c.pending + c.unacked;
+  return r.messages > known ? r.messages - known : 0;
+}
+
 namespace {
 
 // The one consumer of a work queue, when it answered; nullptr otherwise.
 const ConsumerReading* OnlyConsumer(const StreamReading& r) {
   if (!r.work_queue || r.consumers.size() != 1 || r.consumers[0].offline) return nullptr;
   return &r.consumers[0];
-}
-
-// Held messages the consumer knows nothing of: neither still to deliver nor unacked.
-uint64_t Surplus(const StreamReading& r, const ConsumerReading& c) {
-  const uint64_t known = c.pending + c.unacked;
-  return r.messages > known ? r.messages - known : 0;
 }
 
 std::optional<uint64_t> LeftBehind(const StreamReading& before, const StreamReading& now) {
@@ -32,7 +31,7 @@ std::optional<uint64_t> LeftBehind(const StreamReading& before, const StreamRead
       before.first_seq > b->ack_floor_stream_seq) {
     return 0;
   }
-  return std::max<uint64_t>(1, std::min(Surplus(before, *b), Surplus(now, *n)));
+  return std::max<uint64_t>(1, std::min(Unclaimed(before, *b), Unclaimed(now, *n)));
 }
 
 }  // namespace

@@ -93,6 +93,13 @@ struct StreamView {
 // `before` may be absent (one reading: no rates). A consumer new in `now` has no rates.
 StreamView Compute(const std::optional<StreamReading>& before, const StreamReading& now);
 
+// Held messages the consumer knows nothing of: neither still to deliver nor unacked (the
+// stream's messages beyond pending + unacked, floored at zero). Of a work queue's one consumer
+// with pending 0 and unacked 0: what it acked and the stream still holds (left behind). One
+// reading; `left_behind` above needs two to tell those from an ack racing the reading. The
+// tests' "left behind" (tests/support/queue_judge.h) is this.
+uint64_t Unclaimed(const StreamReading& r, const ConsumerReading& c);
+
 // A rate over an interval, floored at zero (counters that went back mean a reset, not negative
 // traffic). Nullopt when the interval is not positive.
 std::optional<double> Rate(uint64_t before, uint64_t after, double interval_seconds);

@@ -69,6 +69,9 @@ struct DlqCommands::Options {
   CLI::App* rebuild = nullptr;
   CLI::App* erase = nullptr;
   std::string seqs;
+  uint64_t raft_index = 0;  // 0: not given
+  std::vector<std::string> not_erased_on;
+  int64_t raft_wait = dlq::kRaftLogWait.count();  // seconds
   std::string replica;
   std::string queue;
   SelectionOptions list_sel, replay_sel, purge_sel;
@@ -175,6 +178,12 @@ DlqCommands::DlqCommands(CLI::App& app) : o_(std::make_unique<Options>()) {
   common(o.purge, o.purge_sel);
   o.purge->add_flag("--yes", o.yes, "Really erase");
   o.purge->add_flag("--json", o.json, "The summary as one JSON object");
+  const char* kRaftWaitHelp =
+      "Seconds to wait for every replica's raft log to be compacted past the erasure (0: "
+      "report them as they are now); what is not compacted by then is reported and exits 1";
+  o.purge->add_option("--raft-wait", o.raft_wait, kRaftWaitHelp)
+      ->check(CLI::Range(0, 3600))
+      ->capture_default_str();
 
   o.verify = o.dlq->add_subcommand(
       "verify",
@@ -188,10 +197,28 @@ DlqCommands::DlqCommands(CLI::App& app) : o_(std::make_unique<Options>()) {
       ->add_option("--seqs", o.seqs,
                    "The erased sequences: 1-20,25,30-31, or @FILE to read them from a file")
       ->required();
+  o.verify
+      ->add_option("--raft-index", o.raft_index,
+                   "The DLQ stream's raft index once the erasure was done (the purge or erasure "
+                   "prints it in its verify command): every replica's raft log must be compacted "
+                   "past it. Without it: past the index committed now, which waits for each "
+                   "replica's next snapshot")
+      ->check(CLI::PositiveNumber);
+  o.verify
+      ->add_option("--not-erased-on", o.not_erased_on,
+                   "Replicas that did not erase them (the purge or erasure names them in its "
+                   "verify command): no answer can show whether their block files keep the "
+                   "bytes, so each fails the check until it is rebuilt (then verify without it)")
+      ->delimiter(',');
+  o.verify->add_option("--raft-wait", o.raft_wait, kRaftWaitHelp)
+      ->check(CLI::Range(0, 3600))
+      ->capture_default_str();
   o.verify->add_flag("--json", o.json, "The result as one JSON object");
   o.verify->footer(
-      "Exit codes: 0 every configured replica answered and holds none of them; 1 a replica "
-      "could not be checked or holds some; 2 usage error; 3 cannot reach NATS.");
+      "Exit codes: 0 every configured replica answered and holds none of them, and every "
+      "replica's raft log is compacted past the erasure (waited for up to 4 minutes); 1 a replica "
+      "could not be checked or holds some, or a raft log may; 2 usage error; 3 cannot reach "
+      "NATS.");
 
   o.rebuild = o.dlq->add_subcommand(
       "rebuild",
@@ -207,8 +234,10 @@ DlqCommands::DlqCommands(CLI::App& app) : o_(std::make_unique<Options>()) {
   o.rebuild->add_flag("--yes", o.yes, "Really rebuild it");
   o.rebuild->add_flag("--json", o.json, "The result as one JSON object");
   o.rebuild->footer(
-      "Exit codes: 0 rebuilt, every replica current; 1 refused or not current in time; 2 usage "
-      "error; 3 cannot reach NATS; 4 without --yes.");
+      "Exit codes: 0 rebuilt, every replica current; 1 refused, or not current in time, or the "
+      "peer removal refused by nats-server (2.15.1 refuses it when no other server can "
+      "take the replica's place: it says what to do instead); 2 usage error; 3 cannot reach "
+      "NATS; 4 without --yes.");
 
   o.erase = app.add_subcommand(
       "erase",
@@ -221,6 +250,9 @@ DlqCommands::DlqCommands(CLI::App& app) : o_(std::make_unique<Options>()) {
   o.visitor_opt->needs(o.site_opt);
   o.tenant_opt->excludes(o.site_opt);
   o.erase->add_flag("--json", o.json, "The report as one JSON object");
+  o.erase->add_option("--raft-wait", o.raft_wait, kRaftWaitHelp)
+      ->check(CLI::Range(0, 3600))
+      ->capture_default_str();
   o.erase->footer(kDlqExitCodes);
 }
 
@@ -351,6 +383,7 @@ int DlqCommands::Run(const common::CommonConfig& common) {
   common::NatsStopGuard nats_stop(**client, stop);
   dlq::RunEnv env{**client, stop, std::cout, std::cerr,
                   isatty(STDOUT_FILENO) == 1 && isatty(STDERR_FILENO) == 1};
+  env.raft_log_wait = std::chrono::seconds(o.raft_wait);
   int rc = 0;
   if (task_cmd && o.task_list->parsed())
     rc = dlq::RunTaskList(env, o.json);
@@ -359,7 +392,9 @@ int DlqCommands::Run(const common::CommonConfig& common) {
   else if (task_cmd)
     rc = dlq::RunTaskResume(env, o.task_name, o.json);
   else if (o.verify->parsed())
-    rc = dlq::RunVerify(env, q, seqs, o.json);
+    rc = dlq::RunVerify(env, q, seqs,
+                        o.raft_index > 0 ? std::optional<uint64_t>(o.raft_index) : std::nullopt,
+                        o.not_erased_on, o.json);
   else if (o.rebuild->parsed())
     rc = dlq::RunRebuild(env, q, o.replica, o.yes, o.json);
   else if (o.list->parsed())

@@ -10,6 +10,7 @@
 
 #include "common/nats_stream.h"
 #include "platformctl/dlq_list.h"
+#include "platformctl/erasure_raft.h"
 #include "platformctl/nats_admin.h"
 
 namespace platformctl::dlq {
@@ -82,16 +83,41 @@ ErasureReport FinishErasure(RunEnv& env, const QueueInfo& q,
     after = platformctl::nats_admin::ReadReplicas(env.client, q.dlq_stream);
   }
   std::map<std::string, uint64_t> origin;
+  uint64_t origin_last = 0;
+  bool origin_read = false;
   if (!facts.empty()) {
     if (auto st = platformctl::nats_admin::ReadState(env.client, q.origin_stream)) {
       origin[q.origin_stream] = st->messages;
+      origin_last = st->last_seq;
+      origin_read = true;
     }
   }
   ReplicaSet unknown;  // an unreadable set counts as no replica current
   unknown.raft = true;
   unknown.configured = 1;
-  ErasureReport r =
-      MakeErasureReport(q, before ? *before : unknown, after ? *after : unknown, facts, origin);
+  // The raft logs: marked now that every erasure is committed, then waited for.
+  std::vector<raft::LogCheck> logs;
+  std::string never;  // the origin stream never held them
+  const bool raft = (before && before->raft) || (after && after->raft) || !before || !after;
+  if (raft && !facts.empty()) {
+    logs.push_back(MarkRaftLog(env, q.dlq_stream));
+    for (const auto& o : facts.OriginStreams()) {
+      if (o.stream != q.origin_stream) continue;
+      // Sequences only grow: a stream whose last is below the originals' never stored them (or
+      // was created anew since, with a new raft group), so its log cannot hold them.
+      if (origin_read && origin_last < o.first_seq) {
+        never = o.stream + "'s last sequence is " + std::to_string(origin_last) +
+                ", below the originals' (" + std::to_string(o.first_seq) +
+                "): its raft log never held them";
+        continue;
+      }
+      logs.push_back(MarkRaftLog(env, q.origin_stream));
+    }
+    WaitRaftLogs(env, logs);
+  }
+  ErasureReport r = MakeErasureReport(q, before ? *before : unknown, after ? *after : unknown,
+                                      facts, origin, logs);
+  if (!never.empty()) r.done.push_back(never);
   if (!before || !after) {
     r.replicas_ok = false;
     r.not_yet.insert(r.not_yet.begin(),
@@ -105,10 +131,13 @@ int PrintErasure(RunEnv& env, const RunSummary& summary, RunKind kind, const Que
                  const ErasureReport& report) {
   PrintSummaryText(summary, kind, q, env.out, /*verdict=*/false);
   PrintErasureText(report, env.out);
-  const bool done = summary.complete() && report.replicas_ok;
+  const bool done = summary.complete() && report.ok();
   if (!done) {
     env.out << (kind == RunKind::kPurge ? "purge" : "erase") << " partly done: exit code 1"
-            << (summary.complete() ? " (not every replica erased them)" : "") << "\n";
+            << (!summary.complete()   ? ""
+                : !report.replicas_ok ? " (not every replica erased them)"
+                                      : " (a raft log may still hold them)")
+            << "\n";
   }
   return done ? 0 : 1;
 }
@@ -120,7 +149,7 @@ std::string ErasureSummaryJson(const RunSummary& summary, RunKind kind, const Qu
   PrintSummaryJson(summary, kind, q, selection, end_seq, body);
   auto j = nlohmann::json::parse(body.str());
   j["erasure"] = nlohmann::json::parse(ErasureJson(report));
-  j["complete"] = summary.complete() && report.replicas_ok;
+  j["complete"] = summary.complete() && report.ok();
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -292,7 +321,7 @@ int RunPurge(RunEnv& env, const QueueInfo& q, const Selection& sel, bool yes, bo
     env.out << ErasureSummaryJson(summary, RunKind::kPurge, q, sel.Describe(), walk->end_seq,
                                   report)
             << "\n";
-    return summary.complete() && report.replicas_ok ? 0 : 1;
+    return summary.complete() && report.ok() ? 0 : 1;
   }
   return PrintErasure(env, summary, RunKind::kPurge, q, report);
 }

@@ -28,12 +28,18 @@ namespace platformctl::dlq {
 // Exit code of purge without --yes: it only said what it would do (0-3 as for every command).
 inline constexpr int kExitNotConfirmed = 4;
 
+// The default of --raft-wait: longer than the longest snapshot period seen (2 minutes plus up
+// to 1).
+inline constexpr std::chrono::seconds kRaftLogWait{240};
+
 struct RunEnv {
   common::NatsClient& client;
   common::StopFlag& stop;  // read between messages; WaitFor() paces
   std::ostream& out;
   std::ostream& err;
   bool progress = false;  // stdout and stderr are a terminal
+  // How long an erasure waits for the raft logs to be compacted past it (erasure_raft.h).
+  std::chrono::seconds raft_log_wait = kRaftLogWait;
 };
 
 int RunList(RunEnv& env, const QueueInfo& q, const Selection& sel, bool json, bool summary);

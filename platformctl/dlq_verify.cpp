@@ -7,9 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "platformctl/erasure_raft.h"
 #include "platformctl/leader_tour.h"
 #include "platformctl/nats_admin.h"
 #include "platformctl/nats_dlq.h"
+#include "platformctl/raft_watch.h"
 
 namespace platformctl::dlq {
 namespace {
@@ -98,9 +100,41 @@ class NatsTourOps final : public LeaderTourOps {
   std::map<std::string, Checked>& checked_;
 };
 
+// The peer removal was refused: the replica keeps its copy. Says so and what the operator can do
+// instead (tests/cluster/ctl_erasure_test.cpp does it on nats-server 2.15.1); exit 1.
+int RefusedRebuild(RunEnv& env, const QueueInfo& q, const std::string& replica,
+                   const std::string& answer, bool json) {
+  auto g = platformctl::nats_admin::FindRaftGroup(env.client, q.dlq_stream);
+  const std::string account = g ? g->account : "<the JetStream account>";
+  const std::string group = g ? g->group : "<its raft group>";
+  const std::string holds =
+      replica + " is still a replica of " + q.dlq_stream +
+      ": nothing was deleted, and its block files keep the bytes of every message it removed "
+      "without overwriting (those it caught up on from a snapshot)";
+  const std::string instead =
+      "stop nats-server on " + replica + ", delete its copy of the stream and its raft group (in " +
+      "its JetStream store directory: " + account + "/streams/" + q.dlq_stream + " and $SYS/_js_/" +
+      group + "), start it again: it is rebuilt from a snapshot of the leader; then check with " +
+      "platformctl dlq verify";
+  if (json) {
+    nlohmann::json j = {{"command", "rebuild"}, {"stream", q.dlq_stream}, {"removed", false},
+                        {"replica", replica},   {"answer", answer},       {"holds", holds},
+                        {"instead", instead},   {"account", account},     {"group", group}};
+    env.out << Dump(j) << "\n";
+  } else {
+    env.out << "rebuild " << q.dlq_stream << ": NOT DONE: nats-server refused to remove " << replica
+            << " (" << answer << ")\n"
+            << holds << "\nto rebuild it instead: " << instead << "\n"
+            << "rebuild not done: exit code 1\n";
+  }
+  return 1;
+}
+
 }  // namespace
 
-int RunVerify(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs, bool json) {
+int RunVerify(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs,
+              std::optional<uint64_t> raft_index, const std::vector<std::string>& not_erased,
+              bool json) {
   auto rs = platformctl::nats_admin::ReadReplicas(env.client, q.dlq_stream);
   if (!rs) return Fail(env, rs.error());
   std::map<std::string, Checked> checked;
@@ -157,13 +191,39 @@ int RunVerify(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs
     jr.push_back(std::move(j));
   }
   std::vector<std::string> unseen;
-  if (rs->raft) {
+  for (const auto& name : not_erased) {
+    ok = false;
+    unseen.push_back(Printable(name) +
+                     " did not erase them during the erasure (it was down or behind): if it "
+                     "caught up from a snapshot its block files keep their bytes, which no answer "
+                     "shows; rebuild it (platformctl dlq rebuild --queue " +
+                     q.name + " --replica " + Printable(name) +
+                     " --yes, as the provisioning user), then verify without --not-erased-on");
+  }
+  if (rs->raft && not_erased.empty()) {
     unseen.push_back(
         "a replica that was down or behind during the erasure and caught up from a snapshot "
         "reports them deleted but keeps their bytes in its block files: rebuild it "
         "(platformctl dlq rebuild --queue " +
         q.name + " --replica <name> --yes, as the provisioning user)");
-    unseen.push_back(RaftLogSentence(q));
+  }
+  // The raft logs, after the tour (the step-downs add entries, but after the erasure's).
+  std::vector<raft::LogCheck> logs;
+  std::string again =
+      "platformctl dlq verify --queue " + q.name + " --seqs " + FormatSeqRanges(seqs);
+  std::string unerased;
+  for (const auto& name : not_erased) unerased += (unerased.empty() ? "" : ",") + Printable(name);
+  if (rs->raft) {
+    logs.push_back(MarkRaftLog(env, q.dlq_stream, raft_index));
+    WaitRaftLogs(env, logs);
+    if (logs.front().erased_at > 0) {
+      again += " --raft-index " + std::to_string(logs.front().erased_at);
+    }
+    if (!unerased.empty()) again += " --not-erased-on " + unerased;
+    for (auto& s : RaftLogNotYet(logs.front(), again)) {
+      ok = false;
+      unseen.push_back(std::move(s));
+    }
   }
   if (static_cast<int>(rs->peers.size()) < rs->configured && rs->raft) {
     unseen.push_back(q.dlq_stream + " has " + std::to_string(rs->peers.size()) + " of its " +
@@ -175,7 +235,9 @@ int RunVerify(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs
         {"command", "verify"},   {"queue", q.name},       {"stream", q.dlq_stream},
         {"seqs", range},         {"count", seqs.size()},  {"configured", rs->configured},
         {"replicas", jr},        {"leader_moves", moves}, {"leader", final_leader},
-        {"not_visible", unseen}, {"verified", ok}};
+        {"not_visible", unseen}, {"verified", ok},        {"not_erased_on", not_erased}};
+    j["raft_logs"] = nlohmann::json::array();
+    for (const auto& c : logs) j["raft_logs"].push_back(nlohmann::json::parse(RaftLogJson(c)));
     env.out << Dump(j) << "\n";
   } else {
     env.out << "verify " << q.dlq_stream << " seq "
@@ -187,12 +249,21 @@ int RunVerify(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs
       env.out << "(the leadership of " << q.dlq_stream << " moved " << moves << " time"
               << (moves == 1 ? "" : "s") << " for this; it is on " << final_leader << " now)\n";
     }
+    if (!logs.empty()) {
+      env.out << "raft logs:\n";
+      for (const auto& c : logs) {
+        for (const auto& l : RaftLogLines(c)) env.out << "  " << l << "\n";
+      }
+    }
     if (!unseen.empty()) {
-      env.out << "what the servers' answers cannot show:\n";
+      env.out << "not yet true, or what the servers' answers cannot show:\n";
       for (const auto& s : unseen) env.out << "  - " << s << "\n";
     }
-    env.out << (ok ? "verified: every replica answered that none of them is stored\n"
-                   : "verify incomplete: exit code 1\n");
+    env.out << (ok ? std::string("verified: every replica answered that none of them is stored") +
+                         (logs.empty() ? ""
+                                       : ", and every raft log is compacted past the erasure") +
+                         "\n"
+                   : std::string("verify incomplete: exit code 1\n"));
   }
   return ok ? 0 : 1;
 }
@@ -241,7 +312,13 @@ int RunRebuild(RunEnv& env, const QueueInfo& q, const std::string& replica, bool
     if (!moved) return Fail(env, moved.error());
   }
   if (auto s = platformctl::nats_admin::RemovePeer(env.client, q.dlq_stream, replica); !s) {
-    return Fail(env, s.error());
+    // RemovePeer read the replicas back: still one means the server refused (nats-server 2.15
+    // does when no other server can take its place) and nothing was deleted.
+    auto now = platformctl::nats_admin::ReadReplicas(env.client, q.dlq_stream);
+    const bool kept = now && std::any_of(now->peers.begin(), now->peers.end(),
+                                         [&](const Replica& p) { return p.name == replica; });
+    if (!kept) return Fail(env, s.error());
+    return RefusedRebuild(env, q, replica, s.error().message, json);
   }
   auto gone = WaitReplicas(
       env, q,
@@ -286,9 +363,10 @@ int RunRebuild(RunEnv& env, const QueueInfo& q, const std::string& replica, bool
       env.out << "the new replica was built from a snapshot of the leader: its block files hold "
                  "the "
               << after->messages
-              << " messages the stream holds and none of what was erased before; its raft log, "
-                 "like the others', holds what the stream stored since the leader's last snapshot "
-                 "until its own next one (within 3 minutes)\n";
+              << " messages the stream holds and none of what was erased before, and its raft "
+                 "log begins after that snapshot; check with the erasure's platformctl dlq "
+                 "verify command, without --not-erased-on "
+              << replica << "\n";
     } else {
       env.out << "not every replica is current yet: check again with platformctl dlq verify "
                  "(exit code 1)\n";

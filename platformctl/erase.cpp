@@ -65,7 +65,7 @@ int RunErase(dlq::RunEnv& env, const Request& r, bool json) {
     j["who"] = Who(r);
     j["note"] = downstream;
     env.out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return summary.complete() && report.replicas_ok ? 0 : 1;
+    return summary.complete() && report.ok() ? 0 : 1;
   }
   // "Erased" here means overwritten by the stream: where every copy stands is reported below.
   env.out << "erase " << Who(r) << ": " << summary.count(dlq::Outcome::kErased) << " message"

@@ -107,9 +107,79 @@ std::vector<Originals> ErasureFacts::OriginStreams() const {
 
 std::string RaftLogSentence(const QueueInfo& q) {
   return "the raft log of " + q.dlq_stream +
-         " on every replica still holds the erased messages until that replica's next "
-         "snapshot: nats-server 2.9 takes one every 2 to 3 minutes and when it stops gracefully "
-         "(wait 3 minutes, or restart the NATS servers one at a time with SIGTERM)";
+         " on every replica holds the erased messages until that replica's next snapshot, "
+         "every 2 to 3 minutes while the stream changes";
+}
+
+namespace {
+
+const char* StateName(raft::ReplicaLog::State s) {
+  switch (s) {
+    case raft::ReplicaLog::State::kCompacted:
+      return "compacted";
+    case raft::ReplicaLog::State::kHolds:
+      return "holds";
+    case raft::ReplicaLog::State::kUnread:
+      break;
+  }
+  return "unread";
+}
+
+}  // namespace
+
+std::vector<std::string> RaftLogNotYet(const raft::LogCheck& c, const std::string& verify) {
+  std::vector<std::string> out;
+  const std::string again = verify.empty() ? std::string() : ": check again with " + verify;
+  if (!c.error.empty()) {
+    out.push_back("the raft logs of " + c.stream + " could not be read (" + c.error +
+                  "): every replica's log holds the erased messages until its next snapshot, "
+                  "every 2 to 3 minutes while the stream changes, and nothing here could see it" +
+                  again);
+    return out;
+  }
+  if (c.verdict.replicas.empty()) {
+    out.push_back("the replicas of " + c.stream +
+                  " were not known, so none of their raft logs was checked" + again);
+  }
+  for (const auto& r : c.verdict.replicas) {
+    if (r.state == raft::ReplicaLog::State::kCompacted) continue;
+    if (r.state == raft::ReplicaLog::State::kHolds) {
+      out.push_back("the raft log of " + c.stream + " on " + r.server + " still holds entries " +
+                    std::to_string(r.first) + ".." + std::to_string(c.erased_at) +
+                    " from before the erasure, which carried the erased messages, until its next "
+                    "snapshot (every 2 to 3 minutes while the stream changes)" +
+                    again);
+    } else {
+      out.push_back("the raft log of " + c.stream + " on " + r.server +
+                    " was not read (its server did not answer): it holds the erased messages "
+                    "until its next snapshot once it runs" +
+                    again);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> RaftLogLines(const raft::LogCheck& c) {
+  std::vector<std::string> out;
+  if (!c.error.empty()) {
+    out.push_back(c.stream + ": NOT READ: " + c.error);
+    return out;
+  }
+  for (const auto& r : c.verdict.replicas) {
+    out.push_back(c.stream + " on " + r.server + ": " + raft::Describe(r, c.erased_at));
+  }
+  return out;
+}
+
+std::string RaftLogJson(const raft::LogCheck& c) {
+  nlohmann::json j = {{"stream", c.stream},       {"group", c.group},
+                      {"erased_at", c.erased_at}, {"ok", c.ok()},
+                      {"error", c.error},         {"replicas", nlohmann::json::array()}};
+  for (const auto& r : c.verdict.replicas) {
+    j["replicas"].push_back(
+        {{"name", r.server}, {"state", StateName(r.state)}, {"first", r.first}});
+  }
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string SnapshotCatchUpSentence(const QueueInfo& q, const std::string& replica) {
@@ -124,7 +194,8 @@ std::string SnapshotCatchUpSentence(const QueueInfo& q, const std::string& repli
 
 ErasureReport MakeErasureReport(const QueueInfo& q, const ReplicaSet& before,
                                 const ReplicaSet& after, const ErasureFacts& facts,
-                                const std::map<std::string, uint64_t>& origin_messages) {
+                                const std::map<std::string, uint64_t>& origin_messages,
+                                const std::vector<raft::LogCheck>& raft_logs) {
   ErasureReport r;
   r.raft = after.raft || before.raft;
   r.configured = std::max(after.configured, before.configured);
@@ -168,7 +239,41 @@ ErasureReport MakeErasureReport(const QueueInfo& q, const ReplicaSet& before,
                         " replicas: the missing one is rebuilt from a snapshot when it is added "
                         "back, without these messages");
   }
-  if (r.raft) r.not_yet.push_back(RaftLogSentence(q));
+  r.verify_command = "platformctl dlq verify --queue " + q.name + " --seqs " + r.erased_seqs;
+  r.raft_logs = raft_logs;
+  auto check_of = [&](const std::string& stream) -> const raft::LogCheck* {
+    for (const auto& c : raft_logs) {
+      if (c.stream == stream) return &c;
+    }
+    return nullptr;
+  };
+  if (const raft::LogCheck* dlq = check_of(q.dlq_stream); dlq != nullptr && dlq->erased_at > 0) {
+    r.verify_command += " --raft-index " + std::to_string(dlq->erased_at);
+  }
+  // What verify cannot see by itself: which replicas did not erase them (their block files may
+  // keep the bytes until they are rebuilt).
+  std::string unerased;
+  for (const auto& line : r.replicas) {
+    if (!line.erased) unerased += (unerased.empty() ? "" : ",") + line.name;
+  }
+  if (!unerased.empty()) r.verify_command += " --not-erased-on " + unerased;
+  if (r.raft) {
+    if (raft_logs.empty()) {
+      r.not_yet.push_back(RaftLogSentence(q));
+      r.raft_logs_ok = false;
+    }
+    for (const auto& c : raft_logs) {
+      // The origin's log: "check again" is by hand (verify looks at the DLQ's).
+      auto lines = RaftLogNotYet(c, c.stream == q.dlq_stream ? r.verify_command : std::string());
+      if (!lines.empty() || !c.ok()) r.raft_logs_ok = false;
+      for (auto& l : lines) r.not_yet.push_back(std::move(l));
+      if (c.ok()) {
+        r.done.push_back("the raft log of " + c.stream + " on every replica was compacted past " +
+                         "the erasure (index " + std::to_string(c.erased_at) +
+                         "): no log file holds the erased messages");
+      }
+    }
+  }
   for (const auto& o : facts.OriginStreams()) {
     if (o.stream != q.origin_stream) continue;  // a header naming another stream: not ours
     const std::string name = Printable(o.stream);
@@ -198,12 +303,12 @@ ErasureReport MakeErasureReport(const QueueInfo& q, const ReplicaSet& before,
                : std::string()) +
           ")");
     }
-    if (r.raft) {
-      r.not_yet.push_back("the raft log of " + name + " still holds those originals until its " +
-                          "next snapshot (as above)");
+    if (r.raft && raft_logs.empty()) {  // not checked at all (else: not concerned)
+      r.not_yet.push_back("the raft log of " + name + " holds those originals until its " +
+                          "next snapshot (every 2 to 3 minutes while the stream changes)");
+      r.raft_logs_ok = false;
     }
   }
-  r.verify_command = "platformctl dlq verify --queue " + q.name + " --seqs " + r.erased_seqs;
   return r;
 }
 
@@ -218,6 +323,12 @@ void PrintErasureText(const ErasureReport& r, std::ostream& out) {
     for (const auto& l : r.replicas) {
       out << "  " << l.name << ": " << l.state << ": "
           << (l.erased ? "erased from its block files" : "NOT ERASED") << "\n";
+    }
+  }
+  if (!r.raft_logs.empty()) {
+    out << "raft logs:\n";
+    for (const auto& c : r.raft_logs) {
+      for (const auto& l : RaftLogLines(c)) out << "  " << l << "\n";
     }
   }
   for (const auto& s : r.done) out << "also: " << s << "\n";
@@ -251,6 +362,9 @@ std::string ErasureJson(const ErasureReport& r) {
   j["erased_seqs"] = r.erased_seqs;
   j["verify_command"] = r.verify_command;
   j["replicas_ok"] = r.replicas_ok;
+  j["raft_logs"] = nlohmann::json::array();
+  for (const auto& c : r.raft_logs) j["raft_logs"].push_back(nlohmann::json::parse(RaftLogJson(c)));
+  j["raft_logs_ok"] = r.raft_logs_ok;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -1,8 +1,11 @@
 #include "platformctl/init.h"
 
+#include <chrono>
 #include <cstdio>
 
 #include "common/dead_letter.h"
+#include "common/js_error.h"
+#include "common/server_probe.h"
 #include "platformctl/nats_admin.h"
 
 namespace platformctl {
@@ -45,8 +48,23 @@ bool InitReport::failed() const {
 
 InitReport Init(common::NatsClient& client, const common::TopologyConfig& config, bool dry_run) {
   InitReport report;
-  report.max_payload = platformctl::nats_admin::MaxPayload(client);
   report.server = client.ConnectedUrl();
+  // The JetStream API an older server speaks differs from what the tests prove (docs/contract.md
+  // §1): refuse before anything is created.
+  auto version = common::ConnectedServerVersion(
+      client, std::chrono::milliseconds(client.request_timeout_ms()));
+  if (!version) {
+    report.error = "cannot confirm that the server is supported: " + version.error().message +
+                   "; nothing was read or changed";
+    return report;
+  }
+  report.server_version = version->text;
+  if (!common::server_version::Supported(*version)) {
+    report.error =
+        common::server_version::Refusal(*version, report.server) + "; nothing was read or changed";
+    return report;
+  }
+  report.max_payload = platformctl::nats_admin::MaxPayload(client);
   report.work_queue_max_size = common::topology::WorkQueueMaxMsgSize(report.max_payload);
   if (report.work_queue_max_size <= 0) {
     report.error = "the server's max payload (" + std::to_string(report.max_payload) +
@@ -85,7 +103,10 @@ InitReport Init(common::NatsClient& client, const common::TopologyConfig& config
         s = platformctl::nats_admin::Create(client, want);
       if (line.plan.action == StreamPlan::Action::kUpdate)
         s = platformctl::nats_admin::Update(client, want);
-      if (!s) line.error = s.error().message;
+      if (!s) {
+        line.error = s.error().message;
+        line.error_code = s.error().code;
+      }
     }
     report.lines.push_back(std::move(line));
   }
@@ -97,9 +118,9 @@ void PrintInit(const InitReport& report, bool dry_run, std::ostream& out) {
     out << "init: " << report.error << "\n";
     return;
   }
-  out << "max payload " << report.max_payload << " bytes (" << report.server
-      << "): work-queue streams take messages up to " << report.work_queue_max_size
-      << " bytes, leaving " << common::dead_letter::kHeaderRoom
+  out << "max payload " << report.max_payload << " bytes (nats-server " << report.server_version
+      << " at " << report.server << "): work-queue streams take messages up to "
+      << report.work_queue_max_size << " bytes, leaving " << common::dead_letter::kHeaderRoom
       << " for the headers of their dead-letter copy\n";
   const int64_t all_replicas = report.reserved_bytes * report.replicas;
   out << "storage limits reserve " << report.reserved_bytes << " bytes ("
@@ -111,7 +132,9 @@ void PrintInit(const InitReport& report, bool dry_run, std::ostream& out) {
     out << l.name << ": ";
     if (!l.error.empty()) {
       out << "FAILED: " << l.error;
-      if (l.error.find("insufficient storage") != std::string::npos) {
+      // 10047 "insufficient storage resources available", 10023 "insufficient resources".
+      if (l.error_code == common::js_error::kStorageExceeded ||
+          l.error_code == common::js_error::kInsufficientResources) {
         out << " (the account's or a server's JetStream storage is smaller than the limits "
                "above reserve)";
       }

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/js_error.h"
 #include "common/nats_status.h"
 #include "common/timefmt.h"
 
@@ -450,8 +451,7 @@ Status RemovePeer(NatsClient& client, const std::string& stream, const std::stri
       ApiRequest(client, "$JS.API.STREAM.PEER.REMOVE." + stream, body.dump(), what, patience);
   // 10075 "peer remap failed": no other server could take its place. 2.9 and 2.10 remove the
   // peer anyway, 2.15 does not: only the replicas read back below tell which happened.
-  const bool remap_failed =
-      !answer && answer.error().message.find("(JetStream error 10075)") != std::string::npos;
+  const bool remap_failed = !answer && answer.error().code == common::js_error::kPeerRemapFailed;
   if (!remap_failed) {
     if (Status s = Success(answer, what); !s) return s;
   }

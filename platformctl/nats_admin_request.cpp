@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/js_error.h"
 #include "common/nats_status.h"
 
 namespace platformctl::nats_admin {
@@ -17,12 +18,6 @@ namespace {
 struct MsgDeleter {
   void operator()(natsMsg* m) const { natsMsg_Destroy(m); }
 };
-
-// JetStream's "JetStream system temporarily unavailable" / "cluster not available" codes.
-constexpr int kClusterNotAvail = 10008;
-constexpr int kNoMessageFound = 10037;
-constexpr int kStreamNotFound = 10059;
-constexpr int kConsumerNotFound = 10014;
 
 bool Digits(std::string_view s, size_t pos, size_t n, int* out) {
   if (pos + n > s.size()) return false;
@@ -74,13 +69,11 @@ std::optional<Error> ApiError(std::string_view answer, const std::string& what) 
                     (d != e.end() && d->is_string() ? d->get<std::string>() : "(no description)") +
                     " (JetStream error " + std::to_string(err_code) + ")";
   // Only "temporarily unavailable" passes by itself; other 503s (e.g. 10075 "peer remap
-  // failed") are answers about the request.
-  if (err_code == kClusterNotAvail || (code == 503 && err_code == 0)) return Error::Retryable(msg);
-  if (err_code == kNoMessageFound || err_code == kStreamNotFound || err_code == kConsumerNotFound ||
-      code == 404) {
-    return Error::NotFound(msg);
-  }
-  return Error::Permanent(msg);
+  // failed") are answers about the request (js_error::KindOf).
+  Error out = Error::Permanent(msg);
+  out.kind = js_error::KindOf(static_cast<int>(code), static_cast<int>(err_code));
+  out.code = static_cast<int>(err_code);
+  return out;
 }
 
 std::string LastServerError(NatsClient& client) {

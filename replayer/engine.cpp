@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "common/dead_letter.h"
+#include "common/nats_stream.h"
 #include "common/timefmt.h"
 #include "common/topology.h"
 #include "replayer/engine_state.h"
@@ -38,14 +39,11 @@ CoreConfig CoreConfigOf(const ReplayerConfig& c) {
 
 PubOutcome OutcomeOf(const common::Status& st) {
   if (st) return {};
-  const std::string& m = st.error().message;
   // The server refuses a message over its max payload or a stream's max message size:
-  // retrying the same bytes cannot help.
-  bool too_large = m.find("Maximum Payload") != std::string::npos ||
-                   m.find("maximum payload") != std::string::npos ||
-                   m.find("exceeds maximum") != std::string::npos ||
-                   m.find("JetStream error 10054") != std::string::npos;
-  return {too_large ? PubOutcome::Kind::kTooLarge : PubOutcome::Kind::kFailed, m};
+  // retrying the same bytes cannot help. Judged by the error's codes, not its words. Any other
+  // failure (a 429 from a busy 2.11+ server included) is retried after a delay.
+  const bool too_large = common::IsMessageTooLarge(st.error());
+  return {too_large ? PubOutcome::Kind::kTooLarge : PubOutcome::Kind::kFailed, st.error().message};
 }
 
 }  // namespace
@@ -58,7 +56,7 @@ ReplayerConfig ReadReplayerConfig(common::ConfigReader& r) {
       static_cast<int>(r.Int("REPLAYER_SENDS_PER_PROCESS", c.sends_per_process, 1, 4096));
   c.max_in_flight = static_cast<int>(r.Int("REPLAYER_MAX_IN_FLIGHT", c.max_in_flight, 1, 100000));
   c.max_bytes_in_flight =
-      r.Size("REPLAYER_MAX_BYTES_IN_FLIGHT", c.max_bytes_in_flight, 1 << 20, int64_t{1} << 40);
+      r.Size("REPLAYER_MAX_BYTES_IN_FLIGHT", c.max_bytes_in_flight, 2 << 20, int64_t{1} << 40);
   c.ack_wait =
       r.Duration("REPLAYER_ACK_WAIT", c.ack_wait, common::Millis(3000), common::Millis(600'000));
   c.send_timeout = r.Duration("REPLAYER_SEND_TIMEOUT", c.send_timeout, common::Millis(100),

@@ -33,8 +33,10 @@ struct ReplayerConfig {
   // Concurrent sends to one Umami process. More than it can serve only adds latency (and a
   // send that outlives its timeout may still be stored: a duplicate when retried).
   int sends_per_process = 32;
-  int max_in_flight = 900;                   // messages held
-  int64_t max_bytes_in_flight = 64ll << 20;  // bytes held (payload and headers)
+  int max_in_flight = 900;  // messages held
+  // Bytes held: payload, headers and the parsed event (Delivery::bytes). At least 2 MiB: a
+  // fetch asks for half the room, and never for less than max_message_bytes.
+  int64_t max_bytes_in_flight = 64ll << 20;
   // The least room a fetch asks for; a bigger message (the server allows 8 MB) does not fit
   // the room and is fetched alone (engine_workers.cpp), the one message the budget may go over.
   int64_t max_message_bytes = 1ll << 20;

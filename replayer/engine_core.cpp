@@ -181,7 +181,13 @@ void EngineCore::State::MaybeFetch(TimePoint now) {
   if (fetching || now < fetch_retry_at) return;
   int room = FetchRoom();
   if (room == 0) return;
-  int64_t bytes = cfg.max_bytes_in_flight - held_bytes;
+  // A message is charged its bytes, its parsed event (at most as big again: ParsedBytes) and
+  // kHeldMessageBytes: the server, which counts the bytes alone, is asked for half of what is
+  // left of the room once the records of as many messages as the fetch may bring are set aside.
+  const int64_t free = cfg.max_bytes_in_flight - held_bytes;
+  const int count = static_cast<int>(std::min<int64_t>(
+      std::min(room, cfg.fetch_batch), std::max<int64_t>(1, free / (2 * kHeldMessageBytes))));
+  int64_t bytes = (free - count * kHeldMessageBytes) / 2;
   if (bytes < cfg.max_message_bytes) {
     // A pull request never hands out a message bigger than its byte limit: ask for room for the
     // largest one, but only with nothing held, so one huge message is taken alone.
@@ -189,7 +195,7 @@ void EngineCore::State::MaybeFetch(TimePoint now) {
     bytes = cfg.max_message_bytes;
   }
   fetching = true;
-  Emit(FetchCmd{std::min(room, cfg.fetch_batch), bytes});
+  Emit(FetchCmd{count, bytes});
 }
 
 void EngineCore::State::Admit(Delivery d, TimePoint now) {

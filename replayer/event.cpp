@@ -149,6 +149,16 @@ std::string KvSafe(std::string_view s) {
   return out;
 }
 
+int64_t ParsedBytes(const ParseResult& r) {
+  size_t n = r.poison_reason.size();
+  if (r.event) {
+    const WebEvent& e = *r.event;
+    n += e.id.size() + e.website.size() + e.visitor.size() + e.ip.size() + e.user_agent.size() +
+         e.type.size() + e.payload_members.size();
+  }
+  return static_cast<int64_t>(n);
+}
+
 ParseResult Parse(std::string_view body, std::string_view msg_id) {
   thread_local simdjson::dom::parser parser;  // reused: a new parser allocates its buffers
   simdjson::dom::element doc;

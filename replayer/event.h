@@ -38,6 +38,11 @@ struct ParseResult {
 // msg_id: the message's Nats-Msg-Id header (may be empty), used when the body has no id.
 ParseResult Parse(std::string_view body, std::string_view msg_id);
 
+// The bytes a parse result holds (its strings): with the message itself, what a held event
+// costs (Delivery::bytes). At most about the body's size: every string is a piece of the body
+// (or of the message id), but for a poison reason, a sentence.
+int64_t ParsedBytes(const ParseResult& r);
+
 // The body of POST /api/send: {"type":…,"payload":{…payload, website, timestamp, ip, userAgent}}.
 // Fields we set replace the same fields in the edge's payload.
 std::string BuildSendBody(const WebEvent& e);

@@ -49,7 +49,8 @@ ReplayerMetrics::ReplayerMetrics(common::metrics::Registry& r)
                       "Messages fetched and not yet acked, dead-lettered or released.")
                .Get()),
       held_bytes(r.AddGauge("replayer_held_bytes",
-                            "Payload and header bytes of the messages held (limit "
+                            "Bytes of the messages held: payload and headers, the parsed "
+                            "event, and 2 KiB of records each (limit "
                             "REPLAYER_MAX_BYTES_IN_FLIGHT, exceeded by at most one "
                             "message).")
                      .Get()),

@@ -8,7 +8,7 @@
 
 #include "common/config.h"
 #include "common/http_server.h"
-#include "common/lease_keeper.h"
+#include "common/leader_terms.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/nats_client.h"
@@ -66,23 +66,18 @@ int RunService(int argc, char** argv, const std::string& version) {
   metrics.Preset(config.umami_urls, config.max_bytes_in_flight);
   common::LeaseKeeper::RegisterMetrics(registry, "replayer");  // replayer_leader 0 till it leads
   common::metrics::AddProcessMetrics(registry);
-  // /healthz answers from the start, 503 until NATS is reached. The connection is declared
-  // before the server, so the server (and its health callback) goes first.
-  std::unique_ptr<common::NatsClient> nats;
-  std::atomic<common::NatsClient*> connected{nullptr};
+  // /healthz answers from the start, 503 until NATS is reached. The slot is declared before
+  // the server, so the server (and its health callback) goes first.
+  common::ConnectionSlot connected;
   common::MetricsServer server(registry, [&]() {
     common::Health h;
-    common::NatsClient* n = connected.load();
-    h.ok = n != nullptr && n->Connected();
+    h.ok = connected.Connected();
     h.detail = std::string("nats: ") + (h.ok ? "connected" : "not connected") + "\n";
     return h;
   });
   // Read at each scrape, leader or not: the engine (which refreshes the other gauges) runs only
   // while this instance leads, and a follower cut off from NATS must not show a stale 1.
-  registry.AddCollector([&] {
-    common::NatsClient* n = connected.load();
-    metrics.nats_connected.Set(n != nullptr && n->Connected() ? 1 : 0);
-  });
+  registry.AddCollector([&] { metrics.nats_connected.Set(connected.Connected() ? 1 : 0); });
   if (auto st = server.Start(common.metrics_listen); !st) {
     spdlog::critical("metrics endpoint: {}", st.error().message);
     return 2;
@@ -96,48 +91,29 @@ int RunService(int argc, char** argv, const std::string& version) {
   common::NatsClient::Options options;
   options.client_name = "replayer@" + common.instance;
   options.retry_until_stopped = &stop;
-  auto client = common::NatsClient::Connect(common, options);
-  if (!client) {
-    if (stop.stopping()) {
-      spdlog::info("replayer stopped before NATS could be reached");
-      return 0;
-    }
-    spdlog::critical("{}", client.error().message);  // a TLS file nats.c cannot load
-    return 2;
-  }
-  nats = std::move(*client);
-  connected = nats.get();
-  common::NatsStopGuard nats_stop(*nats, stop);
-
-  // One leadership term at a time: only the holder of the `replayer` lease consumes. A term
-  // ends on SIGTERM or the moment the lease is lost; the engine then stops fetching and
-  // releases what it holds, and this instance goes back to waiting for the lease.
-  common::LeaseKeeper lease(*nats, "replayer", common::ThisProcessHolder(common.instance),
-                            registry);
-  lease.Start();
-  while (lease.WaitForLeadership(stop)) {
-    common::StopFlag term(&stop);
-    lease.BindTerm(&term);
-    {
-      Engine engine(*nats, config, metrics);
-      engine.OnStatus(
-          [&lease](std::map<std::string, int64_t> s) { lease.SetStatus(std::move(s)); });
-      // NATS may still be connecting, or the streams not yet provisioned: keep trying.
-      bool started = false;
-      while (!term.stopping()) {
-        auto st = engine.Start();
-        if (st) {
-          started = true;
-          break;
+  // Only the holder of the `replayer` lease consumes. A term ends on SIGTERM or the moment the
+  // lease is lost; the engine then stops fetching and releases what it holds.
+  auto end = common::RunLeaderTerms(
+      common, options, stop, connected, registry, "replayer",
+      [&](common::NatsClient& nats, common::LeaseKeeper& lease, common::StopFlag& term) {
+        Engine engine(nats, config, metrics);
+        engine.OnStatus(
+            [&lease](std::map<std::string, int64_t> s) { lease.SetStatus(std::move(s)); });
+        // NATS may still be connecting, or the streams not yet provisioned: keep trying.
+        while (!term.stopping()) {
+          auto st = engine.Start();
+          if (st) {
+            engine.Run(term);
+            break;
+          }
+          spdlog::warn("cannot start yet (retrying every 2 s): {}", st.error().message);
+          term.WaitFor(std::chrono::seconds(2));
         }
-        spdlog::warn("cannot start yet (retrying every 2 s): {}", st.error().message);
-        term.WaitFor(std::chrono::seconds(2));
-      }
-      if (started) engine.Run(term);
-    }
-    lease.BindTerm(nullptr);
-    lease.SetStatus({});
-    if (!stop.stopping()) spdlog::info("waiting for the replayer lease again");
+        return common::Status::Ok();
+      });
+  if (end.kind == common::TermsEnd::Kind::kConnectFailed) {
+    spdlog::critical("{}", end.error.message);  // a TLS file nats.c cannot load
+    return 2;
   }
   spdlog::info("replayer stopped");
   return 0;

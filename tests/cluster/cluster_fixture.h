@@ -51,8 +51,9 @@ class ClusterFixture {
 
   // A stream's state; retried while the cluster elects a leader (FAILs after 30 s).
   platformctl::backlog::StreamReading Read(const std::string& stream);
-  // Waits until the stream holds nothing and none of its consumers has anything pending or
-  // unacked; on timeout WARNs the state and the services' log tails.
+  // Waits until the stream is drained with nothing left behind (tests/support/queue_judge.h:
+  // every consumer answers with nothing pending or unacked, and the stream holds nothing
+  // besides); on timeout WARNs the judgement, the state and the services' log tails.
   bool WaitDrained(const std::string& stream, int timeout_ms);
 
   // After a drain: waits until the replayer holds and sends nothing and Umami's row count has

@@ -148,7 +148,7 @@ bool Cluster::OnDisk(int node, const std::string& text, const std::string& part)
   if (part == "_js_") {
     where += "/'$SYS'/_js_";
   } else if (!part.empty()) {
-    where += "/'$G'/" + part;
+    where += "/STACK/" + part;  // scripts/stack's JetStream account in a cluster
   }
   return testsupport::Run("grep -rqa -- '" + text + "' " + where + " 2>/dev/null") == 0;
 }

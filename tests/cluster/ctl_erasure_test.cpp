@@ -1,12 +1,16 @@
-// Erasure on three replicas (issue 15 §1): what `dlq purge` reports is checked against every
-// node's store directory, stream block files and the `_js_` raft logs alike, with grep, as the
-// single-node purge test does. nats-server 2.9.10, as the report describes it:
+// Erasure on three replicas (issues 15 §1 and 38 §2): what `dlq purge` reports is checked against
+// every node's store directory, stream block files and the `_js_` raft logs alike, with grep, as
+// the single-node purge test does. nats-server 2.10.27 and 2.15.1 (NATS_SERVER_BIN), as the
+// report describes them (platformctl/erasure_report.h):
 // - every current replica overwrites the erased messages in its block files; the raft logs keep
-//   them until each replica's next snapshot, which a graceful restart forces;
+//   them until each replica's next periodic snapshot, which the purge waits for (up to 4
+//   minutes), reading every replica's log through raftz: once it returns, no log holds them;
 // - an acknowledged work-queue original stays in its stream's block files while the block holds
 //   other messages, and goes when the stream becomes empty;
 // - a replica that was down during the purge and catches up from a snapshot reports them deleted
-//   and keeps their bytes; `dlq rebuild` (peer removed and re-added) clears them.
+//   and keeps their bytes; `dlq rebuild` (peer removed and re-added) clears them on 2.10.27;
+//   2.15.1 refuses the peer removal (no other server can take its place), rebuild says so and
+//   exits 1, and what it says to do instead (the node stopped, its copy deleted) clears them.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -104,23 +108,37 @@ TEST_CASE("erasure on three current replicas: what the purge report says is what
   Run r = c.Ctl("dlq purge --queue web --key site-p --yes --json");
   INFO(r.Show());
   REQUIRE(r.rc == 0);
+  // The wait for the raft logs (what it printed on stderr: each replica's time).
+  WARN("purge, raft logs waited for, in " << r.seconds << " s:\n" << r.err);
   auto doc = nlohmann::json::parse(r.out);
   CHECK(doc["erased"] == 20);
   const auto& e = doc["erasure"];
   CHECK(e["raft"] == true);
   CHECK(e["replicas_ok"] == true);
+  CHECK(e["raft_logs_ok"] == true);
   REQUIRE(e["replicas"].size() == 3);
   for (const auto& rep : e["replicas"]) CHECK(rep["erased"] == true);
-  std::string not_yet;
+  REQUIRE(e["raft_logs"].size() == 2);  // WEB_DLQ's, and WEB_EVENTS's for the originals
+  for (const auto& log : e["raft_logs"]) {
+    CHECK(log["ok"] == true);
+    REQUIRE(log["replicas"].size() == 3);
+    for (const auto& rep : log["replicas"]) CHECK(rep["state"] == "compacted");
+  }
+  std::string not_yet, done;
   for (const auto& s : e["not_yet"]) not_yet += s.get<std::string>() + "\n";
-  CHECK_THAT(not_yet, Catch::Contains("the raft log of WEB_DLQ on every replica still holds"));
+  for (const auto& s : e["done"]) done += s.get<std::string>() + "\n";
+  CHECK_THAT(done, Catch::Contains("the raft log of WEB_DLQ on every replica was compacted past "
+                                   "the erasure"));
+  CHECK_THAT(done, Catch::Contains("the raft log of WEB_EVENTS on every replica was compacted"));
+  CHECK_THAT(not_yet, !Catch::Contains("raft log"));
   CHECK_THAT(not_yet, Catch::Contains("20 originals in WEB_EVENTS"));
   CHECK_THAT(not_yet, Catch::Contains("WEB_EVENTS holds 3 messages now"));
-  const std::string seqs = e["erased_seqs"];
+  const std::string verify = e["verify_command"];
+  CHECK_THAT(verify, Catch::Contains("--raft-index "));
 
-  // What it says is done: no block file of WEB_DLQ on any node holds a purged payload; the
-  // kept ones are there. What it says is not yet true is not: the raft logs and WEB_EVENTS's
-  // block files still hold them.
+  // What it says is done: no block file of WEB_DLQ and no raft log on any node holds a purged
+  // payload; the kept ones are there. What it says is not yet true is not: WEB_EVENTS's block
+  // files still hold them.
   auto purged_anywhere = [&](int j, const std::string& part) {
     for (int i = 1; i <= 20; ++i) {
       if (c.OnDisk(j, Mark("PURGED-MARK-", i), part)) return i;
@@ -130,31 +148,15 @@ TEST_CASE("erasure on three current replicas: what the purge report says is what
   for (int j : Nodes()) {
     INFO("node " << j);
     CHECK(purged_anywhere(j, "streams/WEB_DLQ") == 0);
-    for (int i = 1; i <= 5; ++i) CHECK(c.OnDisk(j, Mark("KEPT-MARK-", i), "streams/WEB_DLQ"));
-    CHECK(c.OnDisk(j, "PURGED-MARK-7-", "_js_"));
-    CHECK(c.OnDisk(j, "PURGED-MARK-7-", "streams/WEB_EVENTS"));
-  }
-  r = c.Ctl("dlq verify --queue web --seqs " + seqs);
-  INFO(r.Show());
-  CHECK(r.rc == 0);
-  CHECK_THAT(r.out,
-             Catch::Contains("verified: every replica answered that none of them is stored"));
-
-  // Forcing the raft logs: a graceful restart of each node (it snapshots the stream groups as
-  // it stops), one at a time.
-  for (int j : Nodes()) {
-    c.stack.Stop(c.stack.NatsNode(j));
-    c.stack.Start(c.stack.NatsNode(j));
-    client = c.Connect();
-    REQUIRE(c.WaitAllCurrent(*client, {"WEB_DLQ", "WEB_EVENTS"}));
-  }
-  for (int j : Nodes()) {
-    INFO("node " << j << " after the rolling restart");
     CHECK(purged_anywhere(j, "_js_") == 0);
-    CHECK(purged_anywhere(j, "streams/WEB_DLQ") == 0);
-    CHECK(c.OnDisk(j, "KEPT-MARK-3-", "streams/WEB_DLQ"));
+    for (int i = 1; i <= 5; ++i) CHECK(c.OnDisk(j, Mark("KEPT-MARK-", i), "streams/WEB_DLQ"));
     CHECK(c.OnDisk(j, "PURGED-MARK-7-", "streams/WEB_EVENTS"));  // the block holds site-h too
   }
+  r = c.Ctl(verify.substr(std::string("platformctl ").size()));
+  INFO(r.Show());
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("verified: every replica answered that none of them is "
+                                    "stored, and every raft log is compacted past the erasure"));
   // The originals go with their block: acknowledge what else WEB_EVENTS holds and it is empty.
   DeadLetterFrom(*client, "site-h", 3);
   for (int j : Nodes()) {
@@ -162,7 +164,7 @@ TEST_CASE("erasure on three current replicas: what the purge report says is what
     CHECK(testsupport::WaitFor([&] { return purged_anywhere(j, "streams/WEB_EVENTS") == 0; },
                                15'000));
   }
-  CHECK_THAT(r.out + doc.dump(), !Catch::Contains("MARK-"));
+  CHECK_THAT(r.out + r.err + doc.dump(), !Catch::Contains("MARK-"));
 }
 
 TEST_CASE(
@@ -201,6 +203,7 @@ TEST_CASE(
   Run r = c.Ctl("dlq purge --queue web --key site-q --yes --json");
   INFO(r.Show());
   CHECK(r.rc == 1);
+  WARN("purge with " << down_name << " down, in " << r.seconds << " s:\n" << r.err);
   auto doc = nlohmann::json::parse(r.out);
   CHECK(doc["erased"] == 10);
   CHECK(doc["erasure"]["replicas_ok"] == false);
@@ -217,48 +220,96 @@ TEST_CASE(
     }
   }
   CHECK(named);
+  // The raft logs: the two live replicas' compacted past the erasure, the down one's unread.
+  CHECK(doc["erasure"]["raft_logs_ok"] == false);
+  REQUIRE(doc["erasure"]["raft_logs"].size() == 1);  // seeded dead letters: no original in reach
+  const auto& log = doc["erasure"]["raft_logs"][0];
+  CHECK(log["stream"] == "WEB_DLQ");
+  const std::string group = log["group"];
+  for (const auto& rep : log["replicas"]) {
+    INFO(rep.dump());
+    CHECK(rep["state"] == (rep["name"] == down_name ? "unread" : "compacted"));
+  }
   std::string not_yet;
   for (const auto& s : doc["erasure"]["not_yet"]) not_yet += s.get<std::string>() + "\n";
   CHECK_THAT(not_yet, Catch::Contains(down_name + " did not erase them"));
   CHECK_THAT(not_yet,
              Catch::Contains("platformctl dlq rebuild --queue web --replica " + down_name));
+  CHECK_THAT(not_yet, Catch::Contains("the raft log of WEB_DLQ on " + down_name + " was not read"));
   const std::string seqs = doc["erasure"]["erased_seqs"];
   CHECK(seqs == "6-15");
-
-  // The two live nodes restart gracefully (each snapshots and compacts its raft log), so the
-  // node that was down can only catch up from a snapshot.
-  for (int j : Nodes()) {
-    if (j == down) continue;
-    c.stack.Stop(c.stack.NatsNode(j));
-    c.stack.Start(c.stack.NatsNode(j));
-  }
-  c.stack.Start(c.stack.NatsNode(down));
-  client = c.Connect();
-  REQUIRE(c.WaitAllCurrent(*client, {"WEB_DLQ"}));
+  const std::string verify = doc["erasure"]["verify_command"];
   auto down_anywhere = [&](int j, const std::string& part) {
     for (int i = 6; i <= 15; ++i) {
       if (c.OnDisk(j, Mark("DOWN-MARK-", i), part)) return i;
     }
     return 0;
   };
+  // The live nodes hold them nowhere (their logs compacted past the erasure, which also means
+  // the node that was down can only catch up from a snapshot).
+  for (int j : Nodes()) {
+    if (j != down) CHECK(down_anywhere(j, "") == 0);
+  }
+  c.stack.Start(c.stack.NatsNode(down));
+  client = c.Connect();
+  REQUIRE(c.WaitAllCurrent(*client, {"WEB_DLQ"}));
   // What the report warned of: caught up and current, it reports them deleted, yet its block
-  // files still hold their bytes; the others hold none anywhere.
-  CHECK(down_anywhere(down, "streams/WEB_DLQ") != 0);
+  // files may still hold their bytes (they did in most runs; in one fresh-clone run on 2.15.1
+  // the catch-up left none): the server's doing, so recorded, not required. The others hold
+  // none anywhere, and platformctl must say the replica did not erase them either way.
+  const bool held_after_catch_up = down_anywhere(down, "streams/WEB_DLQ") != 0;
+  WARN(down_name << " after catching up: a purged payload in its block files: "
+                 << (held_after_catch_up ? "yes" : "no"));
   WARN(down_name << " after catching up: a purged payload in its raft log: "
                  << (down_anywhere(down, "_js_") != 0 ? "yes" : "no"));
   for (int j : Nodes()) {
     if (j != down) CHECK(down_anywhere(j, "") == 0);
   }
-  r = c.Ctl("dlq verify --queue web --seqs " + seqs);
+  // verify is told (--not-erased-on) what no answer shows: it fails, naming the replica.
+  CHECK_THAT(verify, Catch::EndsWith(" --not-erased-on " + down_name));
+  r = c.Ctl(verify.substr(std::string("platformctl ").size()));
   INFO(r.Show());
-  CHECK(r.rc == 0);  // every replica answers that none is stored...
-  CHECK_THAT(r.out, Catch::Contains("what the servers' answers cannot show"));  // ...and this
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.out, Catch::Contains(down_name + " did not erase them during the erasure"));
+  CHECK_THAT(r.out, Catch::Contains("WEB_DLQ on " + down_name + ": compacted past the erasure"));
+  const std::string verify_after = verify.substr(
+      std::string("platformctl ").size(),
+      verify.size() - std::string("platformctl  --not-erased-on ").size() - down_name.size());
 
-  // Forcing it: the replica removed (its copy deleted) and added back from a snapshot.
-  r = c.Ctl("dlq rebuild --queue web --replica " + down_name + " --yes");
-  INFO(r.Show());
-  REQUIRE(r.rc == 0);
-  CHECK_THAT(r.out, Catch::Contains("removed " + down_name));
+  // Forcing it. nats-server 2.10 removes the replica (its copy deleted) and it is added back
+  // from a snapshot; 2.15 refuses the removal when no other server can take its place.
+  auto varz = nlohmann::json::parse(
+      testsupport::Capture("curl -s --max-time 5 '" + c.stack.NatsMonitorUrl(1) + "/varz'"),
+      nullptr, false);
+  const std::string version = varz.is_object() ? varz.value("version", "") : "";
+  const bool refuses = version.rfind("2.10.", 0) != 0 && version.rfind("2.9.", 0) != 0;
+  r = c.Ctl("dlq rebuild --queue web --replica " + down_name + " --yes --json");
+  INFO(version << "\n" << r.Show());
+  auto rebuilt = nlohmann::json::parse(r.out);
+  if (refuses) {
+    CHECK(r.rc == 1);
+    CHECK(rebuilt["removed"] == false);
+    CHECK(rebuilt["replica"] == down_name);
+    CHECK_THAT(rebuilt["holds"].get<std::string>(),
+               Catch::Contains(down_name + " is still a replica of WEB_DLQ: nothing was deleted"));
+    const std::string instead = rebuilt["instead"];
+    CHECK_THAT(instead, Catch::Contains("STACK/streams/WEB_DLQ and $SYS/_js_/" + group));
+    r = c.Ctl("dlq rebuild --queue web --replica " + down_name + " --yes");
+    CHECK(r.rc == 1);
+    CHECK_THAT(r.out, Catch::Contains("NOT DONE: nats-server refused to remove " + down_name));
+    // Nothing was deleted indeed.
+    if (held_after_catch_up) CHECK(down_anywhere(down, "streams/WEB_DLQ") != 0);
+    // What it says to do instead: stop the node, delete its copy and raft group, start it.
+    c.stack.Stop(c.stack.NatsNode(down));
+    const std::string store = c.StoreDir(down);
+    REQUIRE(testsupport::Run("rm -rf " + store + "/STACK/streams/WEB_DLQ '" + store +
+                             "/$SYS/_js_/" + group + "'") == 0);
+    c.stack.Start(c.stack.NatsNode(down));
+    client = c.Connect();
+  } else {
+    REQUIRE(r.rc == 0);
+    CHECK(rebuilt["removed"] == down_name);
+  }
   REQUIRE(c.WaitAllCurrent(*client, {"WEB_DLQ"}));
   for (int j : Nodes()) {
     INFO("node " << j << " after the rebuild");
@@ -272,6 +323,9 @@ TEST_CASE(
   INFO(r.Show());
   CHECK(r.rc == 0);
   CHECK(nlohmann::json::parse(r.out)["count"] == 10);
-  r = c.Ctl("dlq verify --queue web --seqs " + seqs);
+  r = c.Ctl(verify_after);
+  INFO(r.Show());
   CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("verified: every replica answered that none of them is "
+                                    "stored, and every raft log is compacted past the erasure"));
 }

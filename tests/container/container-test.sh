@@ -3,7 +3,8 @@
 # tests/container/container-test.sh: the deployment run for real, on one machine (issue 17).
 #
 #  1. images (images.sh): the Debian 12 base made locally, the project's image from the
-#     Dockerfile, nats-server from Debian's package, Umami 2.10 from $UMAMI_HOME;
+#     Dockerfile, the production line's nats-server (sid's Debian package, scripts/install-deps),
+#     Umami 2.10 from $UMAMI_HOME;
 #  2. the roles rendered (render.sh) for three NATS nodes and two core nodes; a PostgreSQL of
 #     the test's own on this machine; the NATS nodes' and the core nodes' compose projects
 #     started with docker-compose against podman (scripts/container-runtime), then
@@ -36,7 +37,13 @@ src="${CONTAINER_TEST_SOURCE_DIR:-$(cd "$here/../.." && pwd)}"
 build="${CONTAINER_TEST_BUILD_DIR:-$src/build}"
 export UMAMI_HOME="${UMAMI_HOME:-$src/.cache/umami}"
 export CORE_IMAGE=localhost/core-workers:container-test
-export NATS_IMAGE=localhost/core-workers-test-nats:2.9
+# The nats-server the NATS nodes' image holds (images.sh): sid's, the production line, unless
+# NATS_SERVER_BIN names another.
+# shellcheck disable=SC2016  # $0 and the variable are the inner shell's
+export NATS_SERVER_BIN="${NATS_SERVER_BIN:-$(bash -c '. "$0" && printf %s "$NATS_SERVER_DEFAULT"' \
+  "$src/scripts/lib/common.sh")}"
+NATS_VERSION=$("$NATS_SERVER_BIN" --version 2>/dev/null | sed -n 's/^nats-server: v//p')
+export NATS_IMAGE=localhost/core-workers-test-nats:${NATS_VERSION:-unknown}
 export UMAMI_IMAGE=localhost/core-workers-test-umami:2.10
 LOCK_TTL_S=15         # platformctl init's default LOCK_TTL (the inventory keeps it)
 started=$SECONDS
@@ -53,6 +60,9 @@ for c in podman runc docker-compose ansible-playbook psql openssl curl python3; 
   command -v "$c" >/dev/null || die "$c not found: run scripts/install-deps"
 done
 [[ -x "$build/tests/container/container_load" ]] || die "no $build/tests/container/container_load"
+[[ -x "$build/tests/container/container_judge" ]] || die "no $build/tests/container/container_judge"
+[[ -n "$NATS_VERSION" ]] || die "no nats-server at $NATS_SERVER_BIN (scripts/install-deps)"
+log "nats-server $NATS_VERSION ($NATS_SERVER_BIN) in $NATS_IMAGE"
 [[ -f "$UMAMI_HOME/app/server.js" ]] || die "no Umami build in $UMAMI_HOME (scripts/install-deps)"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/container-test.XXXXXX")"

@@ -9,11 +9,13 @@
 # - $CORE_IMAGE (core-workers:container-test): the repository's Dockerfile, as production builds
 #   it (layer and RUN --mount=type=cache caches make a rebuild of unchanged sources take
 #   seconds, of a changed file a minute or two);
-# - $NATS_IMAGE: nats-server from Debian's package (nats.Dockerfile);
+# - $NATS_IMAGE (localhost/core-workers-test-nats:<version>): the nats-server of
+#   $NATS_SERVER_BIN (default: sid's, the production line, which scripts/install-deps took from
+#   Debian's package) on debian:12-slim (nats.Dockerfile);
 # - $UMAMI_IMAGE: Umami 2.10 from $UMAMI_HOME (umami.Dockerfile), rebuilt only when the Umami
 #   build, the node binary, the base image or the Dockerfile changed (label
 #   core-workers.umami-key).
-# Environment: PODMAN (default podman, with scripts/container-runtime's configuration unless
+# Environment: NATS_SERVER_BIN, PODMAN (default podman, with scripts/container-runtime's configuration unless
 # CONTAINERS_CONF names one), CONTAINER_TEST_SOURCE_DIR (the repository), UMAMI_HOME,
 # IMAGE_TIMES (a file the build times are appended to, "name seconds").
 set -euo pipefail
@@ -21,7 +23,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 src="${CONTAINER_TEST_SOURCE_DIR:-$(cd "$here/../.." && pwd)}"
 : "${UMAMI_HOME:=$src/.cache/umami}"
 : "${CORE_IMAGE:=localhost/core-workers:container-test}"
-: "${NATS_IMAGE:=localhost/core-workers-test-nats:2.9}"
+: "${NATS_SERVER_BIN:=$(bash -c '. "$0" && printf %s "$NATS_SERVER_DEFAULT"' "$src/scripts/lib/common.sh")}"
+nats_version=$("$NATS_SERVER_BIN" --version 2>/dev/null | sed -n 's/^nats-server: v//p')
+[[ -n "$nats_version" ]] || { echo "no nats-server at $NATS_SERVER_BIN (scripts/install-deps)" >&2; exit 1; }
+: "${NATS_IMAGE:=localhost/core-workers-test-nats:$nats_version}"
 : "${UMAMI_IMAGE:=localhost/core-workers-test-umami:2.10}"
 read -r -a podman <<<"${PODMAN:-podman}"
 # podman's configuration for this machine (runc, cgroupfs, ...), unless the caller has one.
@@ -53,7 +58,15 @@ core() {
     --build-arg "CORE_VERSION=$(git -C "$src" describe --always --dirty 2>/dev/null || echo unknown)" "$src"
 }
 
-nats() { "${podman[@]}" build --layers -t "$NATS_IMAGE" -f "$here/nats.Dockerfile" "$here"; }
+nats() {
+  local ctx rc=0
+  ctx=$(mktemp -d "${TMPDIR:-/tmp}/nats-image.XXXXXX")
+  cp "$(readlink -f "$NATS_SERVER_BIN")" "$ctx/nats-server"
+  echo "nats-server $nats_version ($NATS_SERVER_BIN)"
+  "${podman[@]}" build --layers -t "$NATS_IMAGE" -f "$here/nats.Dockerfile" "$ctx" || rc=$?
+  rm -rf "$ctx"
+  return $rc
+}
 
 umami() {
   [[ -f "$UMAMI_HOME/app/server.js" ]] || { echo "no Umami build in $UMAMI_HOME (scripts/install-deps)"; return 1; }

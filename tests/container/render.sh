@@ -63,8 +63,6 @@ all:
     core_image: "$CORE_IMAGE"
     nats_image: "$NATS_IMAGE"
     core_umami_image: "$UMAMI_IMAGE"
-    # Debian 12's nats-server 2.9 refuses sync_interval (see ansible/README.md).
-    nats_jetstream_sync_always: false
     # Every node is this machine: the address the containers reach it by. The NATS nodes use the
     # host's network (as rendered), the core services their compose network.
     nats_address: "$HOST_IP"

@@ -4,7 +4,8 @@
 #
 #   deploy-test.sh render   renders the roles with ansible-playbook for a local inventory
 #                           (connection local, into DEPLOY_RENDER_DIR): every host of the test
-#                           inventory, plus nats-1 again in the production form (sync_interval).
+#                           inventory (the production form: sync_interval always), plus nats-1
+#                           again with the switch nats_jetstream_sync_always off.
 #                           The CTest fixture the two others use.
 #   deploy-test.sh check    ansible-lint, --syntax-check, and the rendered files checked with
 #                           docker-compose config, nats-server -t, promtool check config/rules,
@@ -168,9 +169,6 @@ all:
     nats_manage_service: false
     core_manage_services: false
     monitoring_manage_service: false
-    # Debian 12's nats-server 2.9 reads this file: no sync_interval (the other form is rendered
-    # apart and only checked as text).
-    nats_jetstream_sync_always: false
     nats_passwords:
       replayer: test-replayer-$RANDOM
       metricswriter: test-metricswriter-$RANDOM
@@ -274,11 +272,11 @@ render() {
   [[ -f "$R/core-1/core/docker-compose.yml" && -f "$R/nats-1/nats/nats-server.conf" &&
      -f "$R/mon-1/prometheus/core-alerts.yml" ]] || die "rendered files missing"
   pass "roles rendered ($(find "$R" -type f | wc -l) files)"
-  # The production form of the NATS configuration (sync_interval: always), for the check.
-  playbook -e render="$RD/render-always" -e nats_jetstream_sync_always=true --limit nats-1 \
+  # The form without sync_interval (the switch off), for the check that it drops that alone.
+  playbook -e render="$RD/render-nosync" -e nats_jetstream_sync_always=false --limit nats-1 \
     --tags nats_config ||
-    die "rendering nats-1 with nats_jetstream_sync_always=true failed"
-  pass "nats-1 rendered again with nats_jetstream_sync_always=true"
+    die "rendering nats-1 with nats_jetstream_sync_always=false failed"
+  pass "nats-1 rendered again with nats_jetstream_sync_always=false"
   echo "$stamp" >"$RD/stamp"
 }
 
@@ -301,9 +299,16 @@ source "$here/reply-checks.sh"
 # shellcheck source=dashboard-checks.sh
 source "$here/dashboard-checks.sh"
 
-# The nats-server the checks run (as the C++ tests: NATS_SERVER_BIN, else the system's).
-NATS_SERVER=${NATS_SERVER_BIN:-nats-server}
-[[ $mode == render ]] || log "nats-server $("$NATS_SERVER" --version 2>&1 | sed 's/^nats-server: //') ($NATS_SERVER)"
+# The nats-server the checks run (as the C++ tests: NATS_SERVER_BIN, else NATS_SERVER_DEFAULT of
+# scripts/lib/common.sh, sid's, the production line).
+# shellcheck disable=SC2016  # $0 and the variable are the inner shell's
+NATS_SERVER=${NATS_SERVER_BIN:-$(bash -c '. "$0" && printf %s "$NATS_SERVER_DEFAULT"' \
+  "$src/scripts/lib/common.sh")}
+export NATS_SERVER_BIN=$NATS_SERVER  # scripts/stack (PostgreSQL and Umami here): the same
+if [[ $mode != render ]]; then
+  [[ -x "$NATS_SERVER" ]] || die "no nats-server at $NATS_SERVER (scripts/install-deps installs it)"
+  log "nats-server $("$NATS_SERVER" --version 2>&1 | sed 's/^nats-server: //') ($NATS_SERVER)"
+fi
 
 case $mode in
   render) render ;;

@@ -15,6 +15,8 @@
 
 #include "common/http_server.h"
 #include "tests/support/idle_clients.h"
+#include "tests/support/proc_net.h"
+#include "tests/support/test_stack.h"
 
 namespace {
 
@@ -49,7 +51,8 @@ TEST_CASE("concurrent scrapes each get a whole exposition and refused requests t
   auto& c = registry.AddCounter("test_scrapes_total", "Scrapes (resets on restart).");
   std::atomic<int> collected{0};
   registry.AddCollector([&] {
-    // A slow collector, so that scrapes arrive while one runs and share the next.
+    // A slow collector, so that scrapes arrive while one runs and share the next (the slowness
+    // is what is tested, not a wait).
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ++collected;
   });
@@ -89,7 +92,9 @@ TEST_CASE("concurrent scrapes each get a whole exposition and refused requests t
 
   // Stop() closes held connections at once.
   testsupport::IdleClients idle(port, 100);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Held: the server has accepted all 100 (its descriptors are this process's too).
+  CHECK(testsupport::WaitFor(
+      [&] { return testsupport::EstablishedSockets(getpid(), port, true) == 100; }, 5'000));
   auto t0 = std::chrono::steady_clock::now();
   server.Stop();
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(500));

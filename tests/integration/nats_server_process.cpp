@@ -48,7 +48,8 @@ TempDir::TempDir() {
 TempDir::~TempDir() { Run("rm -rf '" + path_ + "'"); }
 
 NatsServerProcess::NatsServerProcess(const std::string& dir, const std::string& name,
-                                     const std::string& config) {
+                                     const std::string& config, const std::string& binary) {
+  const std::string bin = binary.empty() ? NatsServerBin() : binary;
   std::string conf = dir + "/" + name + ".conf";
   log_ = dir + "/" + name + ".log";
   // A port free when chosen may be taken before the server binds it (other tests, other
@@ -58,7 +59,7 @@ NatsServerProcess::NatsServerProcess(const std::string& dir, const std::string& 
     port_ = FreePortRange(1);
     std::ofstream(conf) << "listen: 127.0.0.1:" << port_ << "\n" << config << "\n";
     std::remove(log_.c_str());
-    process_ = std::make_unique<ChildProcess>(std::vector<std::string>{NatsServerBin(), "-c", conf},
+    process_ = std::make_unique<ChildProcess>(std::vector<std::string>{bin, "-c", conf},
                                               std::map<std::string, std::string>{}, log_);
     const std::string listening =
         "Listening for client connections on 127.0.0.1:" + std::to_string(port_);

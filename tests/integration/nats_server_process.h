@@ -14,8 +14,10 @@ namespace testsupport {
 class NatsServerProcess {
  public:
   // `config`: nats-server configuration without `listen`; it listens on 127.0.0.1:port().
+  // `binary`: the nats-server to run ("": NatsServerBin()).
   // Throws std::runtime_error when the server does not accept connections within 10 s.
-  NatsServerProcess(const std::string& dir, const std::string& name, const std::string& config);
+  NatsServerProcess(const std::string& dir, const std::string& name, const std::string& config,
+                    const std::string& binary = "");
   ~NatsServerProcess();  // resumes a paused server before it is killed
   NatsServerProcess(const NatsServerProcess&) = delete;
   NatsServerProcess& operator=(const NatsServerProcess&) = delete;

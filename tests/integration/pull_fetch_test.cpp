@@ -5,12 +5,12 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <string>
-#include <thread>
 
 #include "common/nats_client.h"
 #include "common/nats_stream.h"
 #include "tests/support/nats_cluster.h"
 #include "tests/support/test_stack.h"
+#include "tests/support/wait.h"
 
 using testsupport::TestStack;
 using Clock = std::chrono::steady_clock;
@@ -64,10 +64,11 @@ TEST_CASE("a fetch while NATS is away fails at once and leaves no pull request f
 
   stack.Start(stack.NatsNode(1));
   REQUIRE(testsupport::WaitFor([&] { return client->Connected(); }, 20'000));
-  // A pull request kept from the outage would have been answered by now with all five
-  // messages, into a fetch that no longer waits: delivered, unacked, stuck for an ack wait.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-  CHECK(AckPending(*client, "PULL_T", "puller") == 0);
+  // A pull request kept from the outage would be answered within moments of the reconnect with
+  // all five messages, into a fetch that no longer waits: delivered, unacked, stuck for an ack
+  // wait. Nothing is delivered at any poll through the next second.
+  CHECK(testsupport::HoldsFor([&] { return AckPending(*client, "PULL_T", "puller") == 0; },
+                              "nothing delivered unasked", 1000, 50) == "");
 
   // And the consumer works again: the five, once each.
   int got = 0;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "tests/integration/nats_server_process.h"
+#include "tests/support/proc_net.h"
 #include "tests/support/test_stack.h"
 
 using namespace testsupport;
@@ -57,6 +58,7 @@ Outcome TermWhileUnreachable(const std::vector<std::string>& argv,
               20'000);
   INFO(ReadFile(log));
   REQUIRE(tried);
+  // Not a wait for anything: where in the retry cycle SIGTERM lands (the fault's timing).
   std::this_thread::sleep_for(extra);
   REQUIRE(p.Running());
   auto t0 = Clock::now();
@@ -171,7 +173,13 @@ TEST_CASE("platformctl commands end within 2 s of SIGTERM while NATS cannot be r
         INFO(ReadFile(log));
         REQUIRE(handles);
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // inside the connect
+      // Inside the connect: its TCP connection to the paused server is up, and the server (stopped)
+      // never sends the INFO that would complete the NATS connect.
+      bool connecting = WaitFor(
+          [&] { return testsupport::EstablishedSockets(p.pid(), paused.port(), false) > 0; },
+          10'000);
+      INFO(ReadFile(log));
+      REQUIRE(connecting);
       REQUIRE(p.Running());
       auto t0 = Clock::now();
       p.Signal(SIGTERM);
@@ -234,7 +242,10 @@ TEST_CASE("a running service whose NATS stops answering exits 0 within 2 s of SI
           WaitFor([&] { return ReadFile(log).find(s.running) != std::string::npos; }, 20'000);
       INFO(ReadFile(log));
       REQUIRE(running);
-      std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // at work for a while
+      // The scenario, not a wait for anything: at work for a while (fetches, lease renewals,
+      // scrapes of JetStream), then NATS stops answering with requests of it under way, and
+      // SIGTERM comes while they wait for answers that never come.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
       server.Pause();  // the connection stays "connected": nothing answers any more
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
       auto t0 = Clock::now();

@@ -45,7 +45,7 @@ class Sampler {
           double v = h_.Metric(0, name_);
           if (v > max_) max_ = v;
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the sampling interval
       }
     });
   }

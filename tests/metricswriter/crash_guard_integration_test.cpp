@@ -41,7 +41,8 @@ TEST_CASE("a batch its last reader died on is dead-lettered by the next one", "[
   CHECK(dlq[0].detail ==
         "delivery 3; instance writer-b began reading delivery 2 at unix ms 1765000000000 and "
         "never finished");
-  CHECK(testsupport::WaitFor([&] { return h.StreamMessages("API_METRICS") == 0; }, 10'000));
+  std::string judged;
+  if (!h.WaitDrained("API_METRICS", 10'000, &judged)) FAIL_CHECK("not drained: " << judged);
   CHECK(h.Metric(0, "metricswriter_dead_lettered_total", "reason=\"crash_loop\"") == 1);
   // The stored batch's marker is gone; the dead letter's stays until the bucket's TTL.
   for (uint64_t seq = 1; seq <= 2; ++seq) {

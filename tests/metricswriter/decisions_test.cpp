@@ -75,6 +75,28 @@ TEST_CASE("group policy: full, lingering or empty", "[decisions]") {
   CHECK(p.FetchWait(1, t0, t0 + 300ms, 1000ms) == mw::kMinFetchWait);
 }
 
+TEST_CASE("new series are split into statements of bounded text", "[decisions]") {
+  using V = std::vector<size_t>;
+  CHECK(mw::SplitByBytes({}, 100).empty());
+  CHECK(mw::SplitByBytes({10, 20, 30}, 100) == V{3});  // all fit: one statement
+  CHECK(mw::SplitByBytes({40, 40, 40, 40}, 100) == V{2, 4});
+  CHECK(mw::SplitByBytes({50, 50, 50}, 100) == V{2, 3});  // exactly the bound fits
+  // An item bigger than the bound is a statement of its own, never an empty one.
+  CHECK(mw::SplitByBytes({250, 10, 10}, 100) == V{1, 3});
+  CHECK(mw::SplitByBytes({10, 250, 10}, 100) == V{1, 2, 3});
+  // The group of the bench's case: 51,000 series of about 1,100 bytes, 4 MiB a statement.
+  const V sizes(51'000, 1'100);
+  const V ends = mw::SplitByBytes(sizes, mw::kSeriesStatementBytes);
+  CHECK(ends.size() == 14);
+  size_t begin = 0;
+  for (size_t end : ends) {
+    REQUIRE(end > begin);
+    CHECK((end - begin) * 1'100 <= mw::kSeriesStatementBytes);
+    begin = end;
+  }
+  CHECK(begin == sizes.size());
+}
+
 TEST_CASE("isolator finds one poison batch among 500 and stores the rest", "[decisions]") {
   for (size_t poison : {size_t{0}, size_t{137}, size_t{250}, size_t{499}}) {
     mw::Isolator iso(500);

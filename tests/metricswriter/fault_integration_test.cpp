@@ -1,7 +1,8 @@
-// The metricswriter through database faults: PostgreSQL stopped for 60 s while batches keep
-// arriving, the database read-only for 60 s, and the writer killed with -9. Nothing is lost,
-// nothing is stored twice, nothing is dead-lettered; held batches are kept alive through 15 ack
-// waits (4 s each) and the retry counter keeps rising for the whole outage.
+// The metricswriter through database faults: PostgreSQL stopped while batches keep arriving, the
+// database read-only, and the writer killed with -9. Nothing is lost, nothing is stored twice,
+// nothing is dead-lettered; held batches are kept alive through 4 ack waits (4 s each, the
+// harness's METRICSWRITER_ACK_WAIT) after the writer shows it holds batches and retries, and the
+// retry counter keeps rising through them.
 #include <signal.h>
 #include <catch2/catch.hpp>
 
@@ -10,13 +11,15 @@
 #include <thread>
 
 #include "tests/metricswriter/harness.h"
+#include "tests/support/wait.h"
 
 using namespace mwtest;  // NOLINT: the harness (Harness, JsonBatch, kBatches, Sleep...)
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kOutage = std::chrono::seconds(60);
+constexpr auto kAckWait = std::chrono::seconds(4);  // METRICSWRITER_ACK_WAIT of the harness
+constexpr int kOutageAckWaits = 4;
 
 // Publishes a 4-point batch every 25 ms (ids <prefix>-0, -1, ...) on its own thread until
 // stopped. It is the only user of the harness's Publish while it runs (the test thread only
@@ -28,7 +31,7 @@ class Flow {
           while (!stop_) {
             h.Publish("t1", JsonBatch(4, NowNs(), sent_), prefix + "-" + std::to_string(sent_));
             ++sent_;
-            Sleep(25);
+            Sleep(25);  // the traffic's pace, not a wait
           }
         }) {}
   ~Flow() { Stop(); }
@@ -45,24 +48,44 @@ class Flow {
   std::thread thread_;
 };
 
-// Holds the outage until kOutage after `since`, checking halfway that the writer holds batches
-// and retries, and at the end that the retry counter rose in between.
-void HoldOutage(Harness& h, Clock::time_point since, const std::string& retry_labels) {
-  std::this_thread::sleep_until(since + std::chrono::seconds(20));
-  const double early_retries = h.Metric(0, "metricswriter_database_retries_total", retry_labels);
-  CHECK(early_retries > 0);
+// Holds the outage (already begun) until the writer shows it waits it out (the database down,
+// retries counted, batches held), then through kOutageAckWaits ack waits with the database down
+// and nothing dead-lettered at every poll, and the retry counter rising in between.
+void HoldOutage(Harness& h, const std::string& retry_labels) {
+  auto retries = [&] { return h.Metric(0, "metricswriter_database_retries_total", retry_labels); };
+  REQUIRE(testsupport::WaitFor(
+      [&] {
+        return h.Metric(0, "metricswriter_database_up") == 0 && retries() > 0 &&
+               h.Metric(0, "metricswriter_held_batches") > 0;
+      },
+      30'000));
+  const double early_retries = retries();
+  const auto since = Clock::now();
+  CHECK(testsupport::WaitKeeping([&] { return Clock::now() - since >= kOutageAckWaits * kAckWait; },
+                                 std::to_string(kOutageAckWaits) + " ack waits",
+                                 [&] {
+                                   return h.Metric(0, "metricswriter_database_up") == 0 &&
+                                          h.Metric(0, "metricswriter_dead_lettered_total") == 0;
+                                 },
+                                 "database down and nothing dead-lettered", 60'000, 250) == "");
+  CHECK(retries() > early_retries);
   CHECK(h.Metric(0, "metricswriter_database_up") == 0);
-  CHECK(h.Metric(0, "metricswriter_held_batches") > 0);
-  std::this_thread::sleep_until(since + kOutage);
-  CHECK(h.Metric(0, "metricswriter_database_retries_total", retry_labels) > early_retries);
-  CHECK(h.Metric(0, "metricswriter_database_up") == 0);
+}
+
+// After the fault: the writer stores again, and batches published since are stored too.
+void WaitRecovered(Harness& h) {
+  REQUIRE(
+      testsupport::WaitFor([&] { return h.Metric(0, "metricswriter_database_up") == 1; }, 60'000));
+  const int64_t stored = h.Count(kBatches);
+  REQUIRE(testsupport::WaitFor([&] { return h.Count(kBatches) >= stored + 40; }, 60'000));
 }
 
 // Every published batch stored once, nothing dead-lettered, nothing redelivered: the batches
 // held through the outage were kept alive, not handed out again after an ack wait.
 void CheckAllStoredOnce(Harness& h, int published) {
   REQUIRE(h.WaitCount(kBatches, published, 60'000) == published);
-  Sleep(1'000);
+  // Every message acked (API_METRICS is a work queue): no redelivery can come any more.
+  CHECK(testsupport::WaitFor([&] { return h.StreamMessages("API_METRICS") == 0; }, 30'000));
   CHECK(h.Count(kBatches) == published);
   CHECK(h.Count(kPoints) == 4LL * published);
   CHECK(h.Metric(0, "metricswriter_batches_stored_total") == published);
@@ -75,7 +98,8 @@ void CheckAllStoredOnce(Harness& h, int published) {
 
 }  // namespace
 
-TEST_CASE("PostgreSQL stopped for 60 s mid-run loses and dead-letters nothing", "[integration]") {
+TEST_CASE("PostgreSQL stopped through 4 ack waits mid-run loses and dead-letters nothing",
+          "[integration]") {
   Harness h;
   auto writer = h.StartWriter(0, {{"LOG_LEVEL", "debug"}});
   Flow flow(h, "c");
@@ -83,16 +107,17 @@ TEST_CASE("PostgreSQL stopped for 60 s mid-run loses and dead-letters nothing", 
   h.ResetPg();
   h.stack().Stop("pg");  // batches keep arriving, some in a transaction the stop cuts
   const auto stopped = Clock::now();
-  HoldOutage(h, stopped, "");
+  HoldOutage(h, "");
   h.stack().Start("pg");
-  Sleep(3'000);  // and some more while the writer catches up
+  WaitRecovered(h);  // batches keep arriving while the writer catches up
   const int published = flow.Stop();
   INFO("published " << published << " batches, the outage lasted "
                     << std::chrono::duration<double>(Clock::now() - stopped).count() << " s");
   CheckAllStoredOnce(h, published);
 }
 
-TEST_CASE("read-only database for 60 s holds batches then stores them", "[integration]") {
+TEST_CASE("read-only database through 4 ack waits holds batches then stores them",
+          "[integration]") {
   Harness h;
   auto writer = h.StartWriter(0);
   Flow flow(h, "ro");
@@ -105,12 +130,11 @@ TEST_CASE("read-only database for 60 s holds batches then stores them", "[integr
   REQUIRE(pg.Exec("SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
                   "WHERE application_name = 'metricswriter'")
               .ok());
-  const auto read_only = Clock::now();
   const int64_t stored_then = h.Count(kBatches);
-  HoldOutage(h, read_only, "kind=\"retryable\"");
+  HoldOutage(h, "kind=\"retryable\"");
   CHECK(h.Count(kBatches) == stored_then);
   REQUIRE(pg.Exec("ALTER DATABASE metrics RESET default_transaction_read_only").ok());
-  Sleep(3'000);
+  WaitRecovered(h);
   const int published = flow.Stop();
   INFO("published " << published << " batches");
   CheckAllStoredOnce(h, published);
@@ -131,7 +155,10 @@ TEST_CASE("kill -9 mid-run loses no batch and stores none twice", "[integration]
   CHECK(at_kill < n);
   auto again = h.StartWriter(1);  // redeliveries of the unacked ones arrive after the ack wait
   REQUIRE(h.WaitCount(kBatches, n, 60'000) == n);
-  Sleep(5'000);  // any late redelivery of an acked-but-lost batch must add nothing
+  // Any late redelivery of an acked-but-lost batch must add nothing: wait until every message is
+  // acked (API_METRICS is a work queue), after which none can come.
+  CHECK(testsupport::WaitFor([&] { return h.StreamMessages("API_METRICS") == 0; }, 30'000));
+  CHECK(h.Count(kBatches) == n);
   CHECK(h.Count(kPoints) == 5 * n);
   CHECK(h.ReadDlq().empty());
 }

@@ -10,6 +10,7 @@
 #include "common/timefmt.h"
 #include "platformctl/nats_admin.h"
 #include "tests/support/metrics_scrape.h"
+#include "tests/support/queue_judge.h"
 
 namespace mwtest {
 
@@ -116,6 +117,23 @@ uint64_t Harness::StreamMessages(const std::string& stream) {
   auto r = platformctl::nats_admin::ReadStream(*nats_, stream);
   if (!r.ok()) throw std::runtime_error("stream " + stream + ": " + r.error().message);
   return r->messages;
+}
+
+bool Harness::WaitDrained(const std::string& stream, int timeout_ms, std::string* judgement) {
+  std::string last;
+  const bool done = testsupport::WaitFor(
+      [&] {
+        auto r = platformctl::nats_admin::ReadStream(*nats_, stream);
+        if (!r.ok()) {
+          last = "stream " + stream + ": " + r.error().message;
+          return false;
+        }
+        last = testsupport::judge::Describe(*r);
+        return testsupport::judge::Drained(*r) && testsupport::judge::LeftBehind(*r) == 0;
+      },
+      timeout_ms);
+  if (judgement != nullptr) *judgement = last;
+  return done;
 }
 
 void Harness::SetMaxMsgSize(const std::string& stream, int32_t bytes) {

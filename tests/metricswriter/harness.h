@@ -51,6 +51,10 @@ class Harness {
   std::vector<DlqMessage> ReadDlq();
   // Messages a stream holds now.
   uint64_t StreamMessages(const std::string& stream);
+  // Waits until the stream is drained with nothing left behind (tests/support/queue_judge.h:
+  // its consumers answer with nothing pending or unacked, and it holds nothing besides). On
+  // timeout false, and *judgement (when given) gets the last reading's one-line judgement.
+  bool WaitDrained(const std::string& stream, int timeout_ms, std::string* judgement = nullptr);
   // Sets a stream's max message size (-1: none), as an operator would with the nats CLI.
   void SetMaxMsgSize(const std::string& stream, int32_t bytes);
   void DeleteStream(const std::string& stream);
@@ -82,6 +86,8 @@ class Harness {
 std::string JsonBatch(int points, int64_t time_ns, double value0 = 1);
 
 int64_t NowNs();
+// A pause that is part of what a test does (the pace of its traffic), never a wait for something:
+// wait on the condition itself (testsupport::WaitFor, tests/support/wait.h).
 void Sleep(int ms);
 
 }  // namespace mwtest

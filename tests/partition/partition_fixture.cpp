@@ -12,6 +12,7 @@
 #include "platformctl/nats_admin.h"
 #include "tests/support/metrics_scrape.h"
 #include "tests/support/nats_cluster.h"
+#include "tests/support/queue_judge.h"
 #include "tests/support/web_events.h"
 
 namespace partition_test {
@@ -165,6 +166,19 @@ int64_t LogTimeNs(const std::string& line) {
 
 }  // namespace
 
+std::vector<Act> PartitionFixture::Logged(const std::string& needle) const {
+  std::vector<Act> out;
+  for (const char* s : kServices) {
+    std::ifstream in(stack_->dir() + "/" + s + ".log");
+    std::string line;
+    while (std::getline(in, line)) {
+      const int64_t at = LogTimeNs(line);
+      if (at != 0 && line.find(needle) != std::string::npos) out.push_back({s, at, at});
+    }
+  }
+  return out;
+}
+
 std::vector<Term> PartitionFixture::Terms(char kind) const {
   const std::string key = kind == 'r' ? "replayer" : "metricswriter";
   std::vector<Term> terms;
@@ -219,6 +233,21 @@ std::unique_ptr<PartitionFixture> PartitionFixture::Make(std::string* why) {
   std::string umami = f->stack_->Env("UMAMI_URLS");
   f->proxy_ = std::make_unique<testsupport::RecordingProxy>(umami.substr(0, umami.find(',')));
 
+  // The production configuration (ansible/roles/nats): mutual TLS on the routes, one
+  // certificate naming every node's address (scripts/lib/common.sh makes it), the default route
+  // pool, and JetStream syncing every write before it acknowledges it.
+  const std::string tls = f->stack_->dir() + "/route-tls";
+  std::string ips;
+  for (int j = 1; j <= kNodes; ++j) ips += " " + f->net_->Ip(NodeHost(j));
+  int tls_rc = 0;
+  std::string tls_out =
+      Capture("bash -c '. \"$0\" && make_route_tls \"$@\"' '" + testsupport::SourceDir() +
+                  "/scripts/lib/common.sh' '" + tls + "'" + ips + " 2>&1",
+              &tls_rc);
+  if (tls_rc != 0) throw std::runtime_error("route certificates: " + tls_out);
+  const std::string route_tls = "tls { cert_file: \"" + tls + "/node.pem\", key_file: \"" + tls +
+                                "/node-key.pem\", ca_file: \"" + tls +
+                                "/ca.pem\", verify: true, timeout: 2 }";
   for (int j = 1; j <= kNodes; ++j) {
     std::string routes;
     for (int r = 1; r <= kNodes; ++r) {
@@ -232,9 +261,11 @@ std::unique_ptr<PartitionFixture> PartitionFixture::Make(std::string* why) {
     std::ofstream(dir + ".conf") << "server_name: \"nats-" << j << "\"\nlisten: \"" << ip
                                  << ":4222\"\nhttp: \"" << ip << ":8222\"\nmax_payload: 8MB\n"
                                  << "jetstream { store_dir: \"" << dir
-                                 << "\", max_memory_store: 1GB, max_file_store: 20GB }\n"
+                                 << "\", max_memory_store: 1GB, max_file_store: 20GB, "
+                                 << "sync_interval: always }\n"
                                  << "cluster { name: \"partition\", listen: \"" << ip
-                                 << ":6222\", routes: [ " << routes << " ], no_advertise: true }\n";
+                                 << ":6222\", routes: [ " << routes << " ], no_advertise: true, "
+                                 << route_tls << " }\n";
     f->StartNode(j);
   }
   for (int j = 1; j <= kNodes; ++j) {
@@ -492,11 +523,7 @@ uint64_t PartitionFixture::Held(common::NatsClient& client, const std::string& s
 
 bool PartitionFixture::Drained(common::NatsClient& client, const std::string& stream) {
   auto r = platformctl::nats_admin::ReadStream(client, stream);
-  if (!r || r->consumers.empty()) return false;
-  for (const auto& c : r->consumers) {
-    if (c.offline || c.unacked != 0 || c.pending != 0) return false;
-  }
-  return true;
+  return r && testsupport::judge::Drained(*r);  // what the stream holds then is left behind
 }
 
 bool PartitionFixture::WaitDrained(common::NatsClient& client, const std::string& stream,

@@ -132,6 +132,9 @@ class PartitionFixture {
   std::vector<Act> Inserts() const;
   // The leadership terms of the replayers ('r') or the metricswriters ('w'), from their logs.
   std::vector<Term> Terms(char kind) const;
+  // The moments a service logged a line holding `needle` (e.g. its move to another NATS
+  // server), by instance, from every service's log.
+  std::vector<Act> Logged(const std::string& needle) const;
   // Sends Umami answered 2xx to `host` between the two moments (duplicate bound of a cut).
   int AnsweredSends(const std::string& host, int64_t from_ns, int64_t to_ns) const;
 

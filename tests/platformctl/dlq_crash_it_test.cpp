@@ -77,7 +77,7 @@ TEST_CASE("dlq replay killed with -9 and run again stores every message exactly 
       auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
       while (child.Running() && std::chrono::steady_clock::now() < deadline &&
              dlqtest::Count(*client, "WEB_DLQ") > static_cast<uint64_t>(kN - threshold)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the poll interval
       }
       REQUIRE(child.Running());  // killed mid-run, not after it finished
       child.Signal(SIGKILL);
@@ -95,6 +95,7 @@ TEST_CASE("dlq replay killed with -9 and run again stores every message exactly 
     };
     REQUIRE(testsupport::WaitFor(
         [&] {
+          // Settled = the same counts 250 ms apart: what "stopped moving" means here.
           std::this_thread::sleep_for(std::chrono::milliseconds(250));
           return settled();
         },

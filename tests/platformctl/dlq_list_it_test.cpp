@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <set>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -58,7 +57,7 @@ TEST_CASE("dlq list selects exactly and never shows a payload", "[integration][d
   dlqtest::Init(stack);
   auto client = testsupport::ConnectNats(stack);
 
-  // Two batches a second apart, so a time bound splits them at seq 500/501.
+  // Two batches, so that a time bound splits them at seq 500/501.
   std::vector<common::OutMessage> first, second;
   for (int i = 1; i <= kN; ++i) {
     dlqtest::Seed s;
@@ -69,10 +68,17 @@ TEST_CASE("dlq list selects exactly and never shows a payload", "[integration][d
     s.msg_id = "ev-" + std::to_string(i);
     (i <= kN / 2 ? first : second).push_back(dlqtest::DeadLetter(s));
   }
+  // The split is a time to the millisecond (what the CLI prints and reads) strictly between the
+  // two batches' stored times, which the server takes from the same clock: every message of the
+  // first is stored before it was acknowledged, so a split in a later millisecond than the acks
+  // is after all of them; the second is published in a millisecond after the split's.
   dlqtest::PublishAll(*client, first);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  const std::string split = common::FormatRfc3339(common::NowUnixNs());
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  constexpr int64_t kMs = 1'000'000;
+  const int64_t acked_ms = common::NowUnixNs() / kMs;
+  REQUIRE(testsupport::WaitFor([&] { return common::NowUnixNs() / kMs > acked_ms; }, 1000));
+  const int64_t split_ms = common::NowUnixNs() / kMs;
+  const std::string split = common::FormatRfc3339(split_ms * kMs);
+  REQUIRE(testsupport::WaitFor([&] { return common::NowUnixNs() / kMs > split_ms; }, 1000));
   dlqtest::PublishAll(*client, second);
   // DLQ sequence i holds origin i (published in order over one connection).
   auto held = dlqtest::ReadAll(*client, "WEB_DLQ");

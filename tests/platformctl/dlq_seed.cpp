@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
     o.stream_seq = static_cast<uint64_t>(1000 + i);
     if (!(*pub)->Publish(common::dead_letter::Build(o, reason, detail), i).ok()) return 1;
   }
+  // Waits for every publish's answer (the ack handler counts them), polled every 10 ms.
   while (ok + bad < web + api) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::printf("dlq_seed: %d dead letters published, %d failed\n", ok.load(), bad.load());
   return bad == 0 ? 0 : 1;

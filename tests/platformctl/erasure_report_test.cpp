@@ -83,6 +83,9 @@ TEST_CASE("erasure report: three current replicas erased, raft logs and original
   CHECK(Has(r.not_yet, "4 originals in WEB_EVENTS (seq 1001..1009) were acknowledged"));
   CHECK(Has(r.not_yet, "WEB_EVENTS holds 40 messages now"));
   CHECK(Has(r.not_yet, "the raft log of WEB_EVENTS"));
+  // Raft logs not checked (no reading given): not proven, so the run is not done.
+  CHECK_FALSE(r.raft_logs_ok);
+  CHECK_FALSE(r.ok());
   CHECK_FALSE(Has(r.not_yet, "did not erase"));
   std::ostringstream out;
   PrintErasureText(r, out);
@@ -105,6 +108,8 @@ TEST_CASE("erasure report: an offline or lagging replica did not erase: exit 1 a
   CHECK(r.replicas[2].state == "offline (last heard from 14 s ago)");
   CHECK(Has(r.not_yet, "nats-3 did not erase them"));
   CHECK(Has(r.not_yet, "platformctl dlq rebuild --queue web --replica nats-3 --yes"));
+  // verify is told which replica did not erase them (no answer of the server shows it).
+  CHECK(r.verify_command == "platformctl dlq verify --queue web --seqs 4 --not-erased-on nats-3");
   // The origin stream is empty: its block files hold none of them (said as done).
   CHECK(Has(r.done,
             "1 original in WEB_EVENTS (seq 1004), acknowledged when dead-lettered, is "

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "common/js_error.h"
 #include "platformctl/nats_admin.h"
 #include "platformctl/nats_dlq.h"
 
@@ -49,6 +50,11 @@ TEST_CASE("JetStream answers: errors by kind, times", "[dlq]") {
       ApiError(R"({"error":{"code":503,"err_code":10075,"description":"peer remap failed"}})", "w");
   REQUIRE(perm);
   CHECK(perm->kind == ErrorKind::kPermanent);
+  // The error number is a field of the error: RemovePeer branches on it, never on the text.
+  CHECK(perm->code == common::js_error::kPeerRemapFailed);
+  CHECK(na->code == 10008);
+  CHECK(nf->code == 10037);
+  CHECK(ApiError(R"({"error":{"code":500,"description":"odd"}})", "w")->code == 0);
 
   using platformctl::nats_admin::ParseJsTime;
   CHECK(ParseJsTime("1970-01-01T00:00:01Z") == 1'000'000'000);

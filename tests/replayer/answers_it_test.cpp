@@ -121,6 +121,7 @@ TEST_CASE(
           e.visitor = 100 + i;
           e.id = "r" + std::to_string(round) + "-" + std::to_string(i);
           f.Publish(e);
+          // The traffic's pace (over the reader's 2 s interval, so it sees a rate), not a wait.
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
         reader.join();

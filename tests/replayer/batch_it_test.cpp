@@ -123,7 +123,9 @@ TEST_CASE(
     CHECK(n == 1);
   }
   CHECK(f.DlqReasons().empty());
-  // After the downgrade one batch was answered 404; everything after it went one by one.
+  // After the downgrade the batches already under way were answered 404 (one, or a few sent
+  // together before the first answer came back: a CI run saw two); every batch request after a
+  // 404 is one of those, and everything after went one by one.
   int refused = 0;
   int answered = 0;
   bool after = false;
@@ -137,7 +139,7 @@ TEST_CASE(
       ++answered;
     }
   }
-  CHECK(refused == 1);
+  CHECK(refused >= 1);
   // Only the batches answered as batches are counted as sent (issue 36), not the 404.
   CHECK(answered > 0);
   CHECK(f.Metric("replayer_batches_sent_total") == answered);

@@ -2,6 +2,8 @@
 // hold (dead-lettered at the first answer, the site's next events unsent until a recheck), and
 // Umami's validation refusals (never a write fault). docs/replayer.md, "What an answer is about".
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <string>
 
 #include "replayer/classifier.h"
 #include "replayer/engine_core.h"
@@ -177,4 +179,38 @@ TEST_CASE("core: validation refusals of 3 visitors are no write fault, each dead
   }
   CHECK(dead == 3);
   for (const auto& dl : d.All<DeadLetterCmd>()) CHECK(dl.reason == kFailedReason);
+}
+
+TEST_CASE("core: past kMaxSiteBlocks unknown sites each event is sent and dead-lettered itself",
+          "[core][site]") {
+  Driver d;
+  d.Up();
+  auto site = [](size_t i) {
+    char id[40];
+    std::snprintf(id, sizeof id, "99999999-0000-4000-8000-%012zu", i);
+    return std::string(id);
+  };
+  // Each unknown site answered once, its visitor's event dead-lettered and acked.
+  auto reject = [&](uint64_t seq, const std::string& s) {
+    d.Fetched({d.Msg(seq, SiteBody(s, "e" + std::to_string(seq), "v" + std::to_string(seq)))});
+    AnswerVisits(d);
+    d.Answer(d.One<SendCmd>(), 403, "Website not found: " + s + ".");
+    auto dl = d.One<DeadLetterCmd>();
+    REQUIRE(dl.code == "site_unknown");
+    d.core.OnPublished(dl.pub_id, {}, d.now);
+    d.Take();
+  };
+  uint64_t seq = 0;
+  for (size_t i = 0; i < kMaxSiteBlocks; ++i) reject(++seq, site(i));
+  CHECK(d.core.sites_unknown() == kMaxSiteBlocks);
+  // One more site: dead-lettered at its answer as well, but not remembered, so its next event
+  // is sent (and dead-lettered at its own answer) instead of following unsent.
+  reject(++seq, site(kMaxSiteBlocks));
+  CHECK(d.core.sites_unknown() == kMaxSiteBlocks);
+  reject(++seq, site(kMaxSiteBlocks));
+  // A remembered site still follows unsent.
+  d.Fetched({d.Msg(++seq, SiteBody(site(0), "again", "v-again"))});
+  AnswerVisits(d);
+  CHECK(d.All<SendCmd>().empty());
+  CHECK(d.One<DeadLetterCmd>().code == "site_unknown");
 }

@@ -328,6 +328,26 @@ TEST_CASE("core: the byte budget, no fetch beyond it, but one huge message alone
   CHECK(d.core.held_bytes() == 3000);
 }
 
+TEST_CASE("core: a fetch asks for half the room, a message being charged as parsed too", "[core]") {
+  CoreConfig c = Driver::Config();
+  c.max_bytes_in_flight = 100'000;
+  c.max_message_bytes = 4000;
+  Driver d(c);
+  d.core.Start(d.now);
+  d.Take();
+  // Half the room once 10 messages' records (the fetch batch) are set aside.
+  const auto first = d.One<FetchCmd>();
+  CHECK(first.max_messages == 10);
+  CHECK(first.max_bytes == (100'000 - 10 * kHeldMessageBytes) / 2);
+  auto m = d.Msg(1, Body("e1", "v", 1000));
+  m.bytes = 30'000;  // as received, as parsed, and its records
+  d.Fetched({m});
+  CHECK(d.core.held_bytes() == 30'000);
+  const auto next = d.All<FetchCmd>();
+  REQUIRE(next.size() == 1);
+  CHECK(next[0].max_bytes == (70'000 - 10 * kHeldMessageBytes) / 2);
+}
+
 TEST_CASE("core: a guard record that cannot be written holds new sends until one is written",
           "[core]") {
   // A leader cut off from NATS can still reach Umami: whatever it stores then it cannot record,

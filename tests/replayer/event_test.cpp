@@ -24,6 +24,28 @@ TEST_CASE("a good event parses", "[event]") {
   CHECK(r.event->type == "event");
 }
 
+TEST_CASE("a parsed event costs about its payload again, never more than its body", "[event]") {
+  // The byte budget charges a held message as received plus ParsedBytes, and a fetch asks for
+  // half the room: that holds only if the parse is no bigger than the body.
+  std::string data = "{";  // 92 members of 490 characters: about 46 KB
+  for (int k = 0; k < 92; ++k) {
+    data += (k == 0 ? "\"k" : ",\"k") + std::to_string(k) + "\":\"" + std::string(490, 'x') + "\"";
+  }
+  data += "}";
+  std::string big = kGood;
+  big.replace(big.find(R"({"plan":"pro"})"), 14, data);
+  for (const std::string& body : {std::string(kGood), big}) {
+    auto r = Parse(body, "");
+    REQUIRE(r.event);
+    CHECK(ParsedBytes(r) <= static_cast<int64_t>(body.size()));
+    CHECK(ParsedBytes(r) >= static_cast<int64_t>(r.event->payload_members.size()));
+  }
+  CHECK(ParsedBytes(Parse(big, "")) > 46'000);
+  auto poison = Parse("not json", "m-1");
+  REQUIRE_FALSE(poison.event);
+  CHECK(ParsedBytes(poison) == static_cast<int64_t>(poison.poison_reason.size()));
+}
+
 TEST_CASE("the send body carries our fields, not the edge's copies", "[event]") {
   auto r = Parse(kGood, "");
   REQUIRE(r.event);

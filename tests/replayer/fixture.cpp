@@ -9,6 +9,7 @@
 
 #include "common/dead_letter.h"
 #include "platformctl/nats_admin.h"
+#include "tests/support/queue_judge.h"
 
 namespace replayer_test {
 
@@ -82,35 +83,27 @@ platformctl::backlog::StreamReading Fixture::Read(const std::string& stream) {
 }
 
 bool Fixture::WaitDrained(int timeout_ms) {
+  // Drained, and nothing left behind: these tests expect the stream empty (a supported server
+  // removes what was acked), so a message left is a failure here (tests/support/queue_judge.h).
   bool drained = testsupport::WaitFor(
       [&] {
         auto r = Read("WEB_EVENTS");
-        if (r.messages != 0) return false;
-        for (const auto& c : r.consumers) {
-          if (c.unacked != 0 || c.pending != 0) return false;
-        }
-        return true;
+        return testsupport::judge::Drained(r) && testsupport::judge::LeftBehind(r) == 0;
       },
       timeout_ms);
   if (!drained) {
-    auto r = Read("WEB_EVENTS");
-    std::string state = "WEB_EVENTS holds " + std::to_string(r.messages);
-    for (const auto& c : r.consumers) {
-      state += "; consumer " + c.name + " pending " + std::to_string(c.pending) + " unacked " +
-               std::to_string(c.unacked);
-    }
-    WARN("not drained: " << state << "\nreplayer metrics:\n"
-                         << Capture("curl -s --max-time 2 http://127.0.0.1:" +
-                                    std::to_string(metrics_port) +
-                                    "/metrics | grep -v '^#' | grep -v _bucket")
-                         << "\nreplayer log (no per-send or per-check lines):\n"
-                         << Capture("grep -v 'moved to the dlq\\|health check of\\| debug ' " +
-                                    log_path + " | tail -n 40")
-                         << "\nthe last health checks:\n"
-                         << Capture("grep 'health check of' " + log_path + " | tail -n 12")
-                         << "\nUmami asked directly, now (not through the replayer):\n"
-                         << DirectUmamiCheck() << "\nUmami's log:\n"
-                         << Capture("tail -n 30 " + stack.dir() + "/umami-*.log"));
+    WARN("not drained with nothing left behind: "
+         << testsupport::judge::Describe(Read("WEB_EVENTS")) << "\nreplayer metrics:\n"
+         << Capture("curl -s --max-time 2 http://127.0.0.1:" + std::to_string(metrics_port) +
+                    "/metrics | grep -v '^#' | grep -v _bucket")
+         << "\nreplayer log (no per-send or per-check lines):\n"
+         << Capture("grep -v 'moved to the dlq\\|health check of\\| debug ' " + log_path +
+                    " | tail -n 40")
+         << "\nthe last health checks:\n"
+         << Capture("grep 'health check of' " + log_path + " | tail -n 12")
+         << "\nUmami asked directly, now (not through the replayer):\n"
+         << DirectUmamiCheck() << "\nUmami's log:\n"
+         << Capture("tail -n 30 " + stack.dir() + "/umami-*.log"));
   }
   return drained;
 }

@@ -25,7 +25,9 @@ class Fixture {
   int StopReplayer(int timeout_ms);  // SIGTERM, returns the exit code
 
   platformctl::backlog::StreamReading Read(const std::string& stream);
-  // Waits until WEB_EVENTS holds nothing and the consumer has nothing unacked.
+  // Waits until WEB_EVENTS is drained with nothing left behind (tests/support/queue_judge.h:
+  // its consumer has nothing pending or unacked, and the stream holds nothing besides); on
+  // timeout WARNs the judgement, the replayer's metrics and the logs.
   bool WaitDrained(int timeout_ms);
   std::vector<std::string> DlqReasons();  // Sa-Dlq-Reason of every WEB_DLQ message, in order
   // Umami asked directly (heartbeat and one send per process, with timings): for a failure report.

@@ -393,7 +393,7 @@ TEST_CASE("http pool: Wakeup ends a Poll early, from another thread", "[http]") 
   HttpPool pool;
   auto t0 = std::chrono::steady_clock::now();
   std::thread waker([&] {
-    std::this_thread::sleep_for(50ms);
+    std::this_thread::sleep_for(50ms);  // the scenario: a Wakeup while the Poll is under way
     pool.Wakeup();
   });
   (void)pool.Poll(5000ms);

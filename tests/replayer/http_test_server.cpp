@@ -97,6 +97,7 @@ void ScriptedServer::Serve(int c, int conn) {
     }
     Reply reply = script_(conn, req, request);
     if (reply.bytes.empty()) return finish();
+    // The stand-in's scripted slowness (a slow Umami is the fault under test), not a wait.
     if (reply.delay.count() > 0) std::this_thread::sleep_for(reply.delay);
     size_t piece = reply.piece == 0 ? reply.bytes.size() : reply.piece;
     for (size_t off = 0; off < reply.bytes.size(); off += piece) {

@@ -45,6 +45,8 @@ class TlsServer {
     port_ = server_.bind_to_any_port("127.0.0.1");
     REQUIRE(port_ > 0);
     thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // is_running() is httplib's readiness signal (0.11 has no blocking wait for it); until it is
+    // true, stop() would not end the listen loop. Polled every 5 ms, for 1 s at most.
     for (int i = 0; i < 200 && !server_.is_running(); ++i) std::this_thread::sleep_for(5ms);
     REQUIRE(server_.is_running());
   }

@@ -63,6 +63,11 @@ MUTATIONS = [
     ("a validation refusal counted toward the write-fault rule (issue 36)",
      [("replayer/engine_core_send.cpp", "  bool about_event = h.about == AnswerAbout::kEvent;",
        "  bool about_event = false;")]),
+    ("the crash-loop guard without its own-marker rule (a live process's marker taken for a crash)",
+     [("common/crash_guard.cpp",
+       "  return marker_found && !own_marker ? Step::kDeadLetter : Step::kMarkThenRead;",
+       "  return marker_found && !(own_marker && false) ? Step::kDeadLetter : Step::kMarkThenRead;")],
+     ["--own-marker", "--scenarios", "200"]),
 ]
 
 
@@ -96,7 +101,7 @@ def main():
     for n, (what, edits, *flags) in enumerate(MUTATIONS, 1):
         if args.only and n not in args.only:
             continue
-        subprocess.check_call(["git", "-C", tree, "checkout", "-q", "--", "replayer"])
+        subprocess.check_call(["git", "-C", tree, "checkout", "-q", "--", "replayer", "common"])
         for path, old, new in edits:
             p = os.path.join(tree, path)
             text = open(p).read()
@@ -121,7 +126,7 @@ def main():
             print(f"mutation {n} ({what}): NOT caught: {line}")
         else:
             print(f"mutation {n} ({what}): caught by the {how}: {line}")
-    subprocess.check_call(["git", "-C", tree, "checkout", "-q", "--", "replayer"])
+    subprocess.check_call(["git", "-C", tree, "checkout", "-q", "--", "replayer", "common"])
     if not args.keep:
         subprocess.check_call(["git", "-C", repo, "worktree", "remove", "--force", tree])
         shutil.rmtree(base, ignore_errors=True)

@@ -39,6 +39,7 @@ void World::Lead(int inst) {
   I.dead_lettering.clear();
   I.sent_once.clear();
   I.site_unknown_until.clear();
+  I.not_removed.clear();  // a new term, a new crash guard: the markers stay in KV
   I.stopping = false;
   I.core = std::make_unique<replayer::EngineCore>(sc_.core);
   I.guard_blocked = false;
@@ -66,7 +67,10 @@ void World::Feed(int inst, uint64_t epoch,
       // This one comes back after a restart.
       I.alive = false;
       ++I.epoch;
-      At(now_ + milliseconds(rng_.Int(1000, 20'000)), [this, inst] { inst_[inst]->alive = true; });
+      At(now_ + milliseconds(rng_.Int(1000, 20'000)), [this, inst] {
+        inst_[inst]->alive = true;
+        inst_[inst]->process = ++processes_started_;
+      });
     }
   }
 }
@@ -447,9 +451,11 @@ bool World::RunbookCase() const {
 
 void World::LeaseTick() {
   if (leader_ < 0 && now_ >= lease_free_at_) {
-    // Whichever alive instance has no term under way; the one that did not lead last first.
+    // Whichever alive instance has no term under way; the one that did not lead last first
+    // (Scenario::own_marker: the one that led last, and only it while it lives).
     for (int k = 0; k < 2; ++k) {
-      int i = (last_leader_ + 1 + k) % 2;
+      int i = (last_leader_ + (sc_.own_marker ? 0 : 1) + k) % 2;
+      if (sc_.own_marker && k == 1 && inst_[last_leader_]->alive) break;
       if (inst_[i]->alive && !inst_[i]->core) {
         last_leader_ = i;
         Lead(i);
@@ -494,6 +500,7 @@ void World::CrashOrLose(int inst, InstanceAction action) {
       }
       At(now_ + milliseconds(rng_.Int(2000, 30'000)), [this, inst] {
         inst_[inst]->alive = true;
+        inst_[inst]->process = ++processes_started_;
         ++inst_[inst]->epoch;
       });
       break;

@@ -36,6 +36,10 @@ struct RefInfo {
 struct World::Instance {
   int id = 0;
   bool alive = true;
+  uint64_t process = 0;  // a new one at each start: the marker's pid@start
+  // Markers whose delete failed this term, tried again before the next message is read; the
+  // list goes with the term (the shell's CrashGuard is the engine's), the markers stay in KV.
+  std::vector<uint64_t> not_removed;
   uint64_t epoch = 0;
   std::unique_ptr<replayer::EngineCore> core;
   replayer::Output out;

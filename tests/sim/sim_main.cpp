@@ -5,6 +5,7 @@
 //   replayer_sim --seed 1234 --minutes 10 --trace             one scenario, replayed exactly
 //   replayer_sim --matrix write-fault                          the write-fault matrix
 //   replayer_sim --reader-killer --scenarios 200 --minutes 10  the crash-loop guard's run
+//   replayer_sim --own-marker --scenarios 200 --minutes 10     a live process's own markers
 //
 // Exit 0 when every scenario kept every invariant; 1 with the first failing seed, the command
 // that replays it and the trace of its last events.
@@ -25,7 +26,7 @@ namespace {
 struct Totals {
   std::atomic<int64_t> scenarios{0}, checks{0}, events{0}, stored{0}, dlq{0}, dups{0},
       umami_dups{0}, runbook{0}, crashes{0}, batches{0}, batched{0}, unknown_site{0},
-      unknown_site_sends{0};
+      unknown_site_sends{0}, markers_left{0}, own_markers{0};
   std::atomic<double> minutes{0};
 };
 
@@ -40,10 +41,33 @@ int minutes_opt = 10;
 bool reader_killer_opt = false;
 // --unknown-site: every tenth visitor's events are of a website Umami does not hold.
 bool unknown_site_opt = false;
+// --own-marker: marker deletes fail for a while and the leader, losing its lease as it reads
+// redeliveries, takes it back itself (sim::Scenario::own_marker). The seed's own instance
+// events are left out (another process must not lead: a marker left behind by a live process
+// found by another is dead-lettered, a case the guard cannot tell from a crash).
+bool own_marker_opt = false;
 sim::Scenario Make(uint64_t seed, int minutes) {
   sim::Scenario s = sim::MakeScenario(seed, minutes);
   s.reader_killer = reader_killer_opt;
   s.unknown_site = unknown_site_opt;
+  if (own_marker_opt) {
+    // Drawn from a generator of its own: the seed's other draws stay as they were.
+    sim::Rng r(seed ^ 0x0a11a5eULL);
+    s.own_marker = true;
+    s.instance_events.clear();
+    const auto base = sim::TimePoint{} + std::chrono::hours(1000);
+    const double traffic_ms = static_cast<double>(s.traffic.count());
+    sim::FaultSpan f;
+    f.fault = sim::Fault::kMarkerDeleteFails;
+    f.start =
+        base + std::chrono::milliseconds(static_cast<int64_t>(r.Uniform(0.1, 0.5) * traffic_ms));
+    f.end = f.start + std::chrono::milliseconds(static_cast<int64_t>(r.Uniform(60'000, 240'000)));
+    s.faults.push_back(f);
+    // The first loss brings redeliveries (after the ack wait), read under markers that stay.
+    s.instance_events.push_back(
+        {f.start + std::chrono::milliseconds(static_cast<int64_t>(r.Uniform(1000, 10'000))),
+         sim::InstanceAction::kLeaseLoss});
+  }
   return s;
 }
 std::string self = "replayer_sim";
@@ -65,6 +89,8 @@ bool RunScenario(const sim::Scenario& sc, Totals& t, Failure* failure, bool prin
   t.batched += s.batched;
   t.unknown_site += s.unknown_site_events;
   t.unknown_site_sends += s.unknown_site_sends;
+  t.markers_left += s.markers_left;
+  t.own_markers += s.own_markers;
   double m = w.simulated_minutes();
   double prev = t.minutes.load();
   while (!t.minutes.compare_exchange_weak(prev, prev + m)) {
@@ -150,7 +176,7 @@ std::vector<sim::Scenario> WriteFaultMatrix() {
 void Usage() {
   std::fprintf(stderr,
                "usage: replayer_sim [--scenarios N] [--first SEED] [--minutes M] [--threads T]\n"
-               "                    [--reader-killer] [--unknown-site]\n"
+               "                    [--reader-killer] [--unknown-site] [--own-marker]\n"
                "                    [--seed SEED [--trace]] [--matrix write-fault [--max-rate R] "
                "[--every K]]\n");
 }
@@ -196,6 +222,8 @@ int main(int argc, char** argv) {
       reader_killer_opt = true;
     } else if (a == "--unknown-site") {
       unknown_site_opt = true;
+    } else if (a == "--own-marker") {
+      own_marker_opt = true;
     } else if (a == "--matrix") {
       matrix = std::string(next()) == "write-fault";
       if (!matrix) {
@@ -267,6 +295,7 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(f.seed), matrix ? 1 : minutes_opt,
         std::string(reader_killer_opt ? " --reader-killer" : "")
             .append(unknown_site_opt ? " --unknown-site" : "")
+            .append(own_marker_opt ? " --own-marker" : "")
             .c_str(),
         f.trace.c_str());
     if (matrix) std::printf("(a matrix scenario: its seed replays only through --matrix)\n");
@@ -284,6 +313,16 @@ int main(int argc, char** argv) {
   if (unknown_site_opt) {
     std::printf("events of a website Umami does not hold %lld, of them sent %lld\n",
                 (long long)totals.unknown_site.load(), (long long)totals.unknown_site_sends.load());
+  }
+  if (own_marker_opt) {
+    std::printf(
+        "marker deletes failed %lld, redeliveries that found their reader's own marker %lld\n",
+        (long long)totals.markers_left.load(), (long long)totals.own_markers.load());
+    // A run that never met the case it is about proves nothing.
+    if (totals.own_markers.load() == 0) {
+      std::printf("simulation FAILED: no redelivery found its own process's marker\n");
+      return 1;
+    }
   }
   std::printf("simulation: %lld scenarios, %.0f simulated minutes, %lld invariant checks, %.1f s\n",
               (long long)totals.scenarios.load(), totals.minutes.load(),

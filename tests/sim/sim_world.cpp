@@ -61,6 +61,8 @@ const char* FaultName(Fault f) {
       return "acks-lost";
     case Fault::kNoBatch:
       return "no-batch";
+    case Fault::kMarkerDeleteFails:
+      return "marker-deletes-fail";
   }
   return "?";
 }
@@ -72,6 +74,7 @@ World::World(Scenario sc) : sc_(std::move(sc)), rng_(sc_.seed ^ 0x5eedULL) {
   for (int i = 0; i < 2; ++i) {
     auto in = std::make_unique<Instance>();
     in->id = i;
+    in->process = ++processes_started_;
     inst_.push_back(std::move(in));
   }
 }
@@ -260,21 +263,32 @@ void World::AnswerFetch(int inst, uint64_t epoch, int max_messages, bool timed_o
     d.num_delivered = m.deliveries;
     d.bytes = static_cast<int64_t>(m.body.size()) + 40;
     d.subject = "web.events.site" + std::to_string(events_[m.index].site);
-    // The shell's crash-loop guard (replayer/engine_workers.cpp), its KV markers as a set: a
-    // redelivery is parsed under a marker, and one whose marker is there is not parsed at all.
+    // The shell's crash-loop guard (replayer/engine_workers.cpp), its KV markers as a map to
+    // the process that wrote each: a redelivery is parsed under a marker, and one whose marker
+    // of another process is there is not parsed at all.
     if (!reading) {
       d.parsed = replayer::Parse(m.body, "");
       batch.push_back(std::move(d));
       continue;
     }
-    const auto step = common::crash_guard::Decide(m.deliveries, crash_markers_.count(seq) > 0);
+    Instance& reader = *inst_[inst];
+    // Markers whose delete failed are tried again before any message is read.
+    if (!reader.not_removed.empty() && !FaultActive(Fault::kMarkerDeleteFails, -1)) {
+      for (uint64_t left : reader.not_removed) crash_markers_.erase(left);
+      reader.not_removed.clear();
+    }
+    const auto marker = crash_markers_.find(seq);
+    const bool found = marker != crash_markers_.end();
+    const bool own = found && marker->second == reader.process;
+    if (own && m.deliveries > 1) ++stats_.own_markers;
+    const auto step = common::crash_guard::Decide(m.deliveries, found, own);
     if (step == common::crash_guard::Step::kDeadLetter) {
       d.parsed.poison_reason = common::crash_guard::kReason;
       d.crash_loop_detail = "delivery " + std::to_string(m.deliveries);
       batch.push_back(std::move(d));
       continue;
     }
-    if (step == common::crash_guard::Step::kMarkThenRead) crash_markers_.insert(seq);
+    if (step == common::crash_guard::Step::kMarkThenRead) crash_markers_[seq] = reader.process;
     if (events_[m.index].kind == Kind::kReaderKiller) {
       // The parse kills the instance: what it took comes back after the ack wait, the marker
       // (if one was written) stays.
@@ -283,7 +297,11 @@ void World::AnswerFetch(int inst, uint64_t epoch, int max_messages, bool timed_o
       return;
     }
     d.parsed = replayer::Parse(m.body, "");
-    crash_markers_.erase(seq);
+    if (step == common::crash_guard::Step::kMarkThenRead) {
+      RemoveMarker(inst, seq);
+    } else {
+      crash_markers_.erase(seq);
+    }
     batch.push_back(std::move(d));
   }
   Instance& I = *inst_[inst];
@@ -294,6 +312,22 @@ void World::AnswerFetch(int inst, uint64_t epoch, int max_messages, bool timed_o
   Feed(inst, epoch, [this, b = std::move(batch)](replayer::EngineCore& c) mutable {
     c.OnFetched(std::move(b), "", now_);
   });
+}
+
+void World::RemoveMarker(int inst, uint64_t seq) {
+  Instance& I = *inst_[inst];
+  if (!FaultActive(Fault::kMarkerDeleteFails, -1)) {
+    crash_markers_.erase(seq);
+    return;
+  }
+  I.not_removed.push_back(seq);
+  ++stats_.markers_left;
+  Note("marker delete failed", seq, 0, inst);
+  // Scenario::own_marker: the lease is lost while this redelivery is held (up to three times a
+  // scenario), and the same process takes it back (LeaseTick).
+  if (!sc_.own_marker || own_marker_losses_ >= 3 || leader_ != inst || I.stopping) return;
+  ++own_marker_losses_;
+  At(now_ + milliseconds(1), [this, inst] { CrashOrLose(inst, InstanceAction::kLeaseLoss); });
 }
 
 void World::Expire(uint64_t seq, uint64_t gen) {

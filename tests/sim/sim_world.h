@@ -64,6 +64,8 @@ enum class Fault {
   kAcksLost,   // half the in-progress acks are lost: JetStream redelivers a message its holder
                // still works on, to that holder (the engine must adopt it, never send it twice)
   kNoBatch,    // answers POST /api/batch 404 (a downgrade to a Umami without it); 2.10 always
+  kMarkerDeleteFails,  // the crash-loop guard's marker deletes fail (KV timeouts in a partition):
+                       // the markers stay (Scenario::own_marker)
 };
 const char* FaultName(Fault f);
 
@@ -92,6 +94,12 @@ struct Scenario {
   bool reader_killer = false;  // event 101 kills the reader that parses it (Kind::kReaderKiller)
   bool unknown_site = false;   // every tenth visitor's events are for a website Umami does not
                                // hold (Kind::kUnknownSite)
+  // The crash-loop guard's own markers (common/crash_guard.h, found by partition (c) on
+  // nats-server 2.15.1): marker deletes fail for a while (Fault::kMarkerDeleteFails); the
+  // leader loses its lease just after it read redeliveries under markers it could not delete,
+  // and the same process takes the lease back (the lease goes to the instance that led last),
+  // so the events come back to it with its own markers still there. None may be dead-lettered.
+  bool own_marker = false;
   std::vector<FaultSpan> faults;
   std::vector<InstanceEvent> instance_events;
   replayer::CoreConfig core;
@@ -128,6 +136,8 @@ struct Stats {
   int64_t good_dead_lettered_runbook = 0, visits_split = 0;
   int64_t batches = 0, batched = 0;  // batches sent, and the events in them
   int64_t unknown_site_events = 0, unknown_site_sends = 0;
+  int64_t markers_left = 0;  // marker deletes that failed (Fault::kMarkerDeleteFails)
+  int64_t own_markers = 0;   // redeliveries that found a marker of the process reading them
 };
 
 class World {
@@ -184,6 +194,8 @@ class World {
   void Execute(int inst);
   void Feed(int inst, uint64_t epoch, const std::function<void(replayer::EngineCore&)>& input);
   void CrashOrLose(int inst, InstanceAction action);
+  // A marker's delete, or a retry of those that failed before (the instance's not_removed).
+  void RemoveMarker(int inst, uint64_t seq);
   void LeaseTick();  // an alive instance without a term takes the free lease
   void CheckInstance(int inst);
   void Fail(const std::string& what);
@@ -215,8 +227,12 @@ class World {
   std::vector<EventRecord> events_;
   std::vector<std::unique_ptr<Msg>> msgs_;  // by seq - 1
   std::set<uint64_t> due_;                  // redeliveries ready, by seq
-  std::set<uint64_t> crash_markers_;        // KV crash_guard: seqs whose reader never finished
-  uint64_t next_new_ = 1;                   // the next never-delivered seq
+  // KV crash_guard: seqs whose reader never finished (or whose marker's delete failed), and the
+  // process that wrote the marker (Instance::process).
+  std::map<uint64_t, uint64_t> crash_markers_;
+  uint64_t processes_started_ = 0;
+  int own_marker_losses_ = 0;  // lease losses Scenario::own_marker made
+  uint64_t next_new_ = 1;      // the next never-delivered seq
   int64_t unacked_ = 0;
   size_t acked_ = 0;
   std::function<void()> traffic_step_, end_check_;  // ScheduleTraffic's repeating steps

@@ -13,6 +13,8 @@ BackgroundServer::BackgroundServer(const httplib::Server::Handler& handler,
   port_ = server_.bind_to_any_port("127.0.0.1");
   if (port_ <= 0) throw std::runtime_error(what + ": cannot bind");
   thread_ = std::thread([this] { server_.listen_after_bind(); });
+  // is_running() is httplib's readiness signal (0.11 has no blocking wait for it); until it is
+  // true, stop() would not end the listen loop. The socket already listens: clients may connect.
   while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 

@@ -21,10 +21,11 @@ std::vector<std::string> Ledger::MissingEvents(const std::vector<std::string>& i
   return missing;
 }
 
-int64_t Ledger::DuplicateEvents() const {
+int64_t Ledger::DuplicateEvents(const std::string& id_prefix) const {
+  const std::string where = id_prefix.empty() ? "" : " WHERE url_path LIKE '/" + id_prefix + "%'";
   return QueryInt(umami_db_,
-                  "SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM website_event "
-                  "GROUP BY url_path HAVING count(*) > 1) d");
+                  "SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM website_event" +
+                      where + " GROUP BY url_path HAVING count(*) > 1) d");
 }
 
 int64_t Ledger::StoredBatches() const {

@@ -18,7 +18,8 @@ class Ledger {
 
   int64_t StoredEvents(const std::string& id_prefix = "") const;
   std::vector<std::string> MissingEvents(const std::vector<std::string>& ids) const;
-  int64_t DuplicateEvents() const;  // rows beyond the first of any event
+  // Rows beyond the first of any event (whose id starts with id_prefix).
+  int64_t DuplicateEvents(const std::string& id_prefix = "") const;
   int64_t StoredBatches() const;
   int64_t StoredPoints() const;
   std::vector<std::string> MissingBatches(const std::vector<std::string>& ids) const;

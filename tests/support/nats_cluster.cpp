@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -44,8 +45,9 @@ uint64_t DieReading(common::NatsClient& client, const common::ConsumerSpec& spec
   if (seq == 0) return fail("no message " + msg_id);
   auto bucket = common::KvBucket::Bind(client, common::topology::kCrashGuardBucket);
   if (!bucket.ok()) return fail("crash_guard: " + bucket.error().message);
-  auto put = (*bucket)->Put(common::crash_guard::Key(spec.durable, seq),
-                            common::crash_guard::Encode({deliveries, kDiedAtUnixMs, instance}));
+  auto put =
+      (*bucket)->Put(common::crash_guard::Key(spec.durable, seq),
+                     common::crash_guard::Encode({deliveries, kDiedAtUnixMs, instance, "1@1"}));
   if (!put.ok()) return fail("marker: " + put.error().message);
   return seq;
 }
@@ -149,10 +151,13 @@ std::string RouteMap(const TestStack& stack) {
       continue;
     }
     if (routez["routes"].empty()) out += " (none)";
+    // Each far end once: 2.10 and later keep a pool of route connections to each peer.
+    std::set<std::string> ends;
     for (const auto& r : routez["routes"]) {
       auto it = names.find(r.value("remote_id", ""));
-      out += " " + (it != names.end() ? it->second : r.value("remote_id", "?"));
+      ends.insert(it != names.end() ? it->second : r.value("remote_id", "?"));
     }
+    for (const auto& e : ends) out += " " + e;
   }
   return out;
 }

@@ -53,7 +53,8 @@ int NodeOfServer(const std::string& server_name);
 
 // The node leading the asset (JetStream stream or consumer info, cluster.leader); 0 when none.
 int LeaderOf(common::NatsClient& client, const RaftAsset& asset);
-// Which nodes each node has a route to, from their /routez: "nats-1 -> nats-2 nats-3; ...".
+// Which nodes each node has a route to, from their /routez: "nats-1 -> nats-2 nats-3; ...", each
+// once however many pooled route connections lead there.
 // A route missing on one side cuts that node's clients off from what the other leads.
 std::string RouteMap(const TestStack& stack);
 // The node leading the JetStream meta group, from node `ask`'s /jsz; 0 when unknown.

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <fstream>
 #include <random>
@@ -45,15 +46,25 @@ std::string Capture(const std::string& command, int* rc) {
 const std::string& NatsServerBin() {
   static const std::string bin = [] {
     const char* env = std::getenv("NATS_SERVER_BIN");
-    std::string path = env != nullptr && *env != '\0' ? env : "/usr/sbin/nats-server";
     int rc = 0;
+    std::string path = env != nullptr && *env != '\0' ? env : "";
+    if (path.empty()) {
+      // The default is named once, in scripts/lib/common.sh (scripts/stack's too).
+      path = Capture("bash -c '. \"$0\" && printf %s \"$NATS_SERVER_DEFAULT\"' '" + SourceDir() +
+                         "/scripts/lib/common.sh'",
+                     &rc);
+      if (rc != 0 || path.empty()) {
+        throw std::runtime_error("no NATS_SERVER_DEFAULT in scripts/lib/common.sh");
+      }
+    }
     std::string version = Capture("'" + path + "' --version 2>&1", &rc);
     while (!version.empty() && version.back() == '\n') version.pop_back();
     // "nats-server: v2.10.27": which server a test ran on decides how to read its result.
     const std::string prefix = "nats-server: ";
     if (rc != 0 || version.rfind(prefix, 0) != 0) {
       throw std::runtime_error("NATS_SERVER_BIN: '" + path + "' is no nats-server (" +
-                               std::to_string(rc) + "): " + version);
+                               std::to_string(rc) + "): " + version +
+                               " (scripts/install-deps installs the tested ones)");
     }
     std::fprintf(stderr, "nats-server %s (%s)\n", version.substr(prefix.size()).c_str(),
                  path.c_str());
@@ -289,6 +300,16 @@ ChildProcess::~ChildProcess() {
     kill(pid_, SIGKILL);
     Wait(5000);
   }
+}
+
+long ProcStatusKb(pid_t pid, const char* field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  const size_t n = std::strlen(field);
+  while (std::getline(in, line)) {
+    if (line.compare(0, n, field) == 0) return std::stol(line.substr(n));
+  }
+  return -1;
 }
 
 bool ChildProcess::Blocks(int sig) const {

@@ -23,8 +23,9 @@ std::string SourceDir();
 // The build directory holding the binaries, set by CMake.
 std::string BinaryDir();
 
-// The nats-server every test starts: $NATS_SERVER_BIN (e.g. /opt/nats-server-2.10.27/usr/sbin/
-// nats-server, from scripts/install-deps), else the system's /usr/sbin/nats-server. The first
+// The nats-server every test starts: $NATS_SERVER_BIN (e.g. /opt/nats-server/trixie/usr/sbin/
+// nats-server, from scripts/install-deps), else NATS_SERVER_DEFAULT of scripts/lib/common.sh
+// (sid's, the production line; never the system's 2.9.10, below the supported range). The first
 // call in a process writes "nats-server <version> (<path>)" to stderr, so each test's log names
 // the version it ran on, and sets NATS_SERVER_BIN to that path for the children (scripts/stack
 // reads it); it throws when that binary does not run.
@@ -109,6 +110,10 @@ class ChildProcess {
 
 // A TCP port nobody listens on now (and the next `span` ports too).
 int FreePortRange(int span);
+
+// A "<field> <n> kB" line of /proc/<pid>/status ("VmHWM:", "VmRSS:"): n, or -1 when the
+// process or the field is not there.
+long ProcStatusKb(pid_t pid, const char* field);
 
 // Polls pred every 50 ms until it is true or timeout_ms passes.
 bool WaitFor(const std::function<bool()>& pred, int timeout_ms);

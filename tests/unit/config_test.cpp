@@ -162,11 +162,15 @@ TEST_CASE("sizes take a number of bytes or KiB, MiB, GiB, and are checked agains
   CHECK(common::FormatSize(1536 * 1024) == "1536KiB");
 }
 
-TEST_CASE("every size setting takes units: REPLAYER_MAX_BYTES_IN_FLIGHT=1MiB", "[config]") {
-  ConfigReader r(Env{{"REPLAYER_MAX_BYTES_IN_FLIGHT", "1MiB"}});
+TEST_CASE("every size setting takes units: REPLAYER_MAX_BYTES_IN_FLIGHT=2MiB", "[config]") {
+  ConfigReader r(Env{{"REPLAYER_MAX_BYTES_IN_FLIGHT", "2MiB"}});
   auto c = replayer::ReadReplayerConfig(r);
   CHECK(r.errors().empty());
-  CHECK(c.max_bytes_in_flight == (1 << 20));
+  CHECK(c.max_bytes_in_flight == (2 << 20));
+  // Below 2 MiB a fetch of max_message_bytes (1 MiB), parsed, could pass the budget.
+  ConfigReader low(Env{{"REPLAYER_MAX_BYTES_IN_FLIGHT", "1MiB"}});
+  (void)replayer::ReadReplayerConfig(low);
+  CHECK(low.errors().size() == 1);
 }
 
 TEST_CASE("a URL with user info is refused and its password never printed", "[config]") {

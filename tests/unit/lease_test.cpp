@@ -1,7 +1,11 @@
 #include "common/lease.h"
 
 #include <catch2/catch.hpp>
+#include <set>
+#include <string>
+#include <vector>
 
+#include "common/js_reach.h"
 #include "common/stop_signal.h"
 
 using common::LeaseDecision;
@@ -167,4 +171,50 @@ TEST_CASE("the lease holder's status round-trips, and a record without one reads
   REQUIRE(odd);
   CHECK(odd->status.size() == 1);
   CHECK(odd->status.at("k") == 3);
+}
+
+TEST_CASE("JetStreamReach: lost after a TTL of unanswered requests while connected", "[lease]") {
+  using C = common::JetStreamReach::Clock;
+  const C::time_point s0{std::chrono::seconds(1000)};
+  common::JetStreamReach reach(15s);
+  CHECK_FALSE(reach.Lost(s0));
+  CHECK(reach.SilentFor(s0) == 0ms);
+  // Creates every second, none answered: silent since the first one was sent.
+  for (int i = 0; i < 15; ++i) reach.Unanswered(s0 + std::chrono::seconds(i));
+  CHECK(reach.SilentFor(s0 + 14s) == 14s);
+  CHECK_FALSE(reach.Lost(s0 + 14999ms));
+  CHECK(reach.Lost(s0 + 15s));
+  // Any answer (a refusal too: JetStream works) ends it.
+  reach.Answered(s0 + 16s);
+  CHECK_FALSE(reach.Lost(s0 + 16s));
+  CHECK(reach.SilentFor(s0 + 40s) == 0ms);
+  // Silence again, interrupted by a disconnection: nats.c reconnects, the count restarts.
+  reach.Unanswered(s0 + 20s);
+  reach.Disconnected();
+  reach.Unanswered(s0 + 30s);
+  CHECK_FALSE(reach.Lost(s0 + 44s));
+  CHECK(reach.Lost(s0 + 45s));
+}
+
+TEST_CASE("ServersAvoiding puts the server left behind last and shuffles the others", "[lease]") {
+  const std::vector<std::string> urls = {"tls://n1:4222", "tls://n2:4222", "tls://n3:4222"};
+  std::set<std::string> firsts;
+  for (uint64_t seed = 0; seed < 64; ++seed) {
+    auto order = common::ServersAvoiding(urls, "tls://n2:4222", seed);
+    REQUIRE(order.size() == 3);
+    CHECK(order.back() == "tls://n2:4222");
+    CHECK(std::set<std::string>(order.begin(), order.end()).size() == 3);
+    firsts.insert(order.front());
+  }
+  CHECK(firsts == std::set<std::string>{"tls://n1:4222", "tls://n3:4222"});
+  // Compared by host and port: nats.c reports the URL without user info, maybe another scheme.
+  auto order =
+      common::ServersAvoiding({"nats://u:p@n1:4222", "nats://u:p@n2:4222"}, "nats://n1:4222", 7);
+  CHECK(order == std::vector<std::string>{"nats://u:p@n2:4222", "nats://u:p@n1:4222"});
+  // Another port on the same host is another server; nothing to avoid: all kept.
+  order = common::ServersAvoiding({"nats://h:4222", "nats://h:4223"}, "nats://h:4223/", 1);
+  CHECK(order.back() == "nats://h:4223");
+  CHECK(common::ServersAvoiding(urls, "", 3).size() == 3);
+  CHECK(common::ServersAvoiding({"nats://only:4222"}, "nats://only:4222", 3) ==
+        std::vector<std::string>{"nats://only:4222"});
 }

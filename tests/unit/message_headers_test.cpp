@@ -10,6 +10,9 @@
 namespace {
 
 common::Message Make(const std::vector<std::pair<std::string, std::string>>& headers) {
+  // nats.c's globals (its message garbage collector's lock) exist once the library is open; a
+  // connection opens it, and nothing here makes one.
+  REQUIRE(nats_Open(-1) == NATS_OK);
   natsMsg* raw = nullptr;
   REQUIRE(natsMsg_Create(&raw, "web.events.site", nullptr, "{}", 2) == NATS_OK);
   for (const auto& [k, v] : headers)

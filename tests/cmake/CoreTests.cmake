@@ -1,0 +1,149 @@
+# How CTest schedules every test (issue 37): one `ctest -j <CORE_TEST_JOBS>` over a build runs
+# them all (scripts/test); nothing else orders them. Each test is registered through
+# core_discover_tests() or core_add_test() with a KIND, and the kind alone says how it shares the
+# machine:
+#
+#   kind          labels                 slots  lock       per nats-server  why
+#   unit          unit                   2      -          no               short, CPU only
+#   simulation    simulation             4      -          no               two threads
+#   integration   integration            3      -          yes              a nats-server (and
+#                                                                           PostgreSQL) each
+#   timing        timing                 all    -          yes              loses answers by
+#                                                                           SIGSTOP: alone
+#   umami         umami (+integration)   6      umami      opt.             a real Umami: its
+#                                                                           sends need the CPU
+#   cluster       cluster (+umami)       2      heavy      no               three NATS nodes,
+#                                                                           waits on faults
+#   partition     partition;umami        2      heavy      no               namespaces with fixed
+#                                                                           names: one at a time
+#
+# Slots are quarter cores: CORE_TEST_JOBS (default 4 x the machine's logical cores) is the
+# number of slots, so an Umami test shares two cores with a cluster or partition test only, and
+# two integration tests share them with one (the cluster and partition tests mostly wait on the
+# outages they cause; Umami answers at the pace of its CPU, and its drain tests measure that).
+# The locks keep the tests that start a whole world one at a time: Umami tests among themselves,
+# and the cluster and partition tests (a three-node cluster each) among themselves. COST starts
+# the simulation first (half the machine at once: started later, it waits behind the
+# integration tests until four slots are free together, as it did until the end of a run) and
+# then the long chains, on a fresh build, which has no timings of an earlier run.
+#
+# Per nats-server: with CORE_NATS_SERVERS ("name=path;name=path", scripts/test passes Debian
+# 13's and the newest Debian's), a test of a kind marked "yes" is registered once per server,
+# named "<test> @<name>", labelled nats-<name>, with NATS_SERVER_BIN set; without it, once, on
+# the default server (tests/support/test_stack.h).
+include_guard(GLOBAL)
+
+cmake_host_system_information(RESULT _core_cores QUERY NUMBER_OF_LOGICAL_CORES)
+math(EXPR _core_slots "4 * ${_core_cores}")
+set(CORE_TEST_JOBS ${_core_slots} CACHE STRING
+  "ctest -j for this build: quarter-core slots (tests/cmake/CoreTests.cmake)")
+set(CORE_NATS_SERVERS "" CACHE STRING
+  "name=path;... of the nats-servers the integration tests run on, each (empty: the default)")
+
+# _core_kind(KIND): sets _labels, _props (a property list) and _per_nats in the caller.
+macro(_core_kind kind)
+  set(_per_nats FALSE)
+  if("${kind}" STREQUAL "unit")
+    set(_labels unit)
+    set(_props PROCESSORS 2 TIMEOUT 300)
+  elseif("${kind}" STREQUAL "simulation")
+    set(_labels simulation)
+    set(_props PROCESSORS 4 TIMEOUT 900 COST 2000)
+  elseif("${kind}" STREQUAL "integration")
+    set(_labels integration)
+    set(_props PROCESSORS 3 TIMEOUT 300)
+    set(_per_nats TRUE)
+  elseif("${kind}" STREQUAL "timing")
+    set(_labels timing)
+    set(_props PROCESSORS ${CORE_TEST_JOBS} TIMEOUT 300)
+    set(_per_nats TRUE)
+  elseif("${kind}" STREQUAL "umami")
+    set(_labels umami)
+    set(_props PROCESSORS 6 RESOURCE_LOCK umami TIMEOUT 900 COST 800)
+  elseif("${kind}" STREQUAL "umami_integration")
+    # An integration test that starts a real Umami: on each nats-server, one Umami at a time.
+    set(_labels integration umami)
+    set(_props PROCESSORS 6 RESOURCE_LOCK umami TIMEOUT 900 COST 800)
+    set(_per_nats TRUE)
+  elseif("${kind}" STREQUAL "cluster")
+    set(_labels cluster)
+    set(_props PROCESSORS 2 RESOURCE_LOCK heavy TIMEOUT 600 COST 900)
+  elseif("${kind}" STREQUAL "cluster_umami")
+    set(_labels cluster umami)
+    set(_props PROCESSORS 2 RESOURCE_LOCK heavy TIMEOUT 600 COST 900)
+  elseif("${kind}" STREQUAL "partition")
+    set(_labels partition umami)
+    set(_props PROCESSORS 2 RESOURCE_LOCK heavy TIMEOUT 900 COST 1000 SKIP_RETURN_CODE 77)
+  else()
+    message(FATAL_ERROR "core tests: no kind '${kind}' (tests/cmake/CoreTests.cmake)")
+  endif()
+endmacro()
+
+# _core_servers(OUT): "name=path" entries to register on, or one empty entry (the default).
+function(_core_servers out per_nats)
+  if(per_nats AND CORE_NATS_SERVERS)
+    set(${out} ${CORE_NATS_SERVERS} PARENT_SCOPE)
+  else()
+    set(${out} "-" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# core_discover_tests(TARGET KIND kind): the Catch test cases of TARGET, as KIND says.
+function(core_discover_tests target)
+  cmake_parse_arguments(A "" "KIND" "" ${ARGN})
+  _core_kind(${A_KIND})
+  _core_servers(servers ${_per_nats})
+  foreach(server IN LISTS servers)
+    set(suffix "")
+    set(list_var ${target}_TESTS)
+    set(labels ${_labels})
+    set(props ${_props})
+    # Catch names its generated files by a hash of EXTRA_ARGS only: --name (the run's name in
+    # Catch's output) makes each server's registration its own.
+    set(extra --warn NoTests)
+    if(NOT server STREQUAL "-")
+      string(REGEX REPLACE "=.*" "" name "${server}")
+      string(REGEX REPLACE "^[^=]*=" "" bin "${server}")
+      set(suffix " @${name}")
+      set(list_var ${target}_${name}_TESTS)
+      list(APPEND labels nats-${name})
+      list(APPEND props ENVIRONMENT NATS_SERVER_BIN=${bin})
+      list(APPEND extra --name ${target}@${name})
+    endif()
+    catch_discover_tests(${target} EXTRA_ARGS ${extra} TEST_SUFFIX "${suffix}"
+      TEST_LIST ${list_var} PROPERTIES ${props})
+    # Labels by a file CTest includes after Catch's: catch_discover_tests would flatten a list
+    # value ("cluster;umami") into two words.
+    set(file ${CMAKE_CURRENT_BINARY_DIR}/${list_var}_labels.cmake)
+    file(WRITE ${file}
+      "if(${list_var})\n"
+      "  set_tests_properties(\${${list_var}} PROPERTIES LABELS \"${labels}\")\n"
+      "endif()\n")
+    set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${file})
+  endforeach()
+endfunction()
+
+# core_add_test(NAME name KIND kind COMMAND ... [LABELS extra...] [PROPERTIES ...]): one test
+# that is no Catch test case (a script, a tool), as KIND says.
+function(core_add_test)
+  cmake_parse_arguments(A "" "NAME;KIND" "COMMAND;LABELS;PROPERTIES;ENVIRONMENT" ${ARGN})
+  _core_kind(${A_KIND})
+  _core_servers(servers ${_per_nats})
+  foreach(server IN LISTS servers)
+    set(test ${A_NAME})
+    set(labels ${_labels} ${A_LABELS})
+    set(env ${A_ENVIRONMENT})
+    if(NOT server STREQUAL "-")
+      string(REGEX REPLACE "=.*" "" name "${server}")
+      string(REGEX REPLACE "^[^=]*=" "" bin "${server}")
+      set(test "${A_NAME} @${name}")
+      list(APPEND labels nats-${name})
+      list(APPEND env NATS_SERVER_BIN=${bin})
+    endif()
+    add_test(NAME ${test} COMMAND ${A_COMMAND})
+    set_tests_properties(${test} PROPERTIES ${_props} ${A_PROPERTIES} LABELS "${labels}")
+    if(env)
+      set_tests_properties(${test} PROPERTIES ENVIRONMENT "${env}")
+    endif()
+  endforeach()
+endfunction()
