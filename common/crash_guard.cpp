@@ -29,7 +29,8 @@ bool Number(std::string_view s, T* out) {
 std::string Encode(const Marker& m) {
   std::string out = std::to_string(m.delivery) + " " + std::to_string(m.unix_ms) + " " +
                     Printable(m.instance, kMaxInstance);
-  if (!m.process.empty()) out += "\t" + Printable(m.process, kMaxInstance);
+  if (!m.process.empty() || m.stops != 0) out += "\t" + Printable(m.process, kMaxInstance);
+  if (m.stops != 0) out += "\t" + std::to_string(m.stops);
   return out;
 }
 
@@ -45,8 +46,13 @@ std::optional<Marker> Decode(std::string_view value) {
   }
   std::string_view rest = value.substr(b + 1);
   if (const size_t tab = rest.find('\t'); tab != std::string_view::npos) {
-    m.process = std::string(rest.substr(tab + 1));
+    std::string_view process = rest.substr(tab + 1);
     rest = rest.substr(0, tab);
+    if (const size_t t2 = process.find('\t'); t2 != std::string_view::npos) {
+      if (!Number(process.substr(t2 + 1), &m.stops)) return std::nullopt;
+      process = process.substr(0, t2);
+    }
+    m.process = std::string(process);
     if (m.process.size() > kMaxInstance + 3) return std::nullopt;
   }
   m.instance = std::string(rest);
@@ -58,9 +64,17 @@ std::string Key(std::string_view durable, uint64_t stream_seq) {
   return std::string(durable) + "." + std::to_string(stream_seq);
 }
 
-Step Decide(uint64_t num_delivered, bool marker_found, bool own_marker) {
-  if (num_delivered <= 1) return Step::kRead;
-  return marker_found && !own_marker ? Step::kDeadLetter : Step::kMarkThenRead;
+Decision Decide(uint64_t num_delivered, const std::optional<std::string>& found,
+                std::string_view this_process) {
+  if (num_delivered <= 1) return {Step::kRead, 0, false};
+  if (!found) return {Step::kMarkThenRead, 0, false};
+  const auto m = Decode(*found);
+  if (m && !m->process.empty() && m->process == this_process) {
+    return {Step::kMarkThenRead, m->stops, false};
+  }
+  // Saturating: a count near the type's end is no count a reader wrote.
+  const uint32_t stops = m ? (m->stops >= kStoppedReaders ? kStoppedReaders : m->stops + 1) : 1;
+  return {stops >= kStoppedReaders ? Step::kDeadLetter : Step::kMarkThenRead, stops, true};
 }
 
 std::string ThisProcess() {
@@ -75,9 +89,14 @@ std::string ThisProcess() {
 std::string Detail(std::string_view marker, uint64_t num_delivered) {
   std::string out = "delivery " + std::to_string(num_delivered) + "; ";
   if (auto m = Decode(marker)) {
-    return out + "instance " + Printable(m->instance, kMaxInstance) + " began reading delivery " +
+    out += "instance " + Printable(m->instance, kMaxInstance) + " began reading delivery " +
            std::to_string(m->delivery) + " at unix ms " + std::to_string(m->unix_ms) +
            " and never finished";
+    if (m->stops != 0) {
+      out += "; " + std::to_string(m->stops) + " reader" + (m->stops == 1 ? "" : "s") +
+             " stopped on it before";
+    }
+    return out;
   }
   return out + "an unreadable marker: " + Printable(marker, 64);
 }

@@ -6,10 +6,15 @@
 // So a service reads a *redelivered* message (delivery 2 and later: a first delivery cannot
 // have been read before) only after writing a marker "reading it now" to KV `crash_guard`, and
 // removes the marker once the reading ended, whatever it found. A redelivered message whose
-// marker is still there was being read when its reader stopped: it is dead-lettered with a
-// reason that says so instead of being read again. A message that kills every reader is thus
-// dead-lettered at its third delivery (the first read unmarked, the second marked), by
-// whichever instance leads then.
+// marker is still there was being read when its reader stopped.
+// One stopped reader is not proof: a reader killed from outside (kill -9, a lost node, an OOM
+// kill) between writing a marker and deleting it leaves the same marker, and a new leader reads
+// its whole burst of redeliveries in that window, two synced KV round trips each (a good event
+// was dead-lettered so under load). So a marker of another process counts one stop and the
+// message is marked again with the count and read; only when a second reader stopped too
+// (kStoppedReaders) is it dead-lettered, with a reason that says so. A message that kills every
+// reader is thus dead-lettered at its fourth delivery (the first read unmarked, the second and
+// third marked), by whichever instance leads then.
 // A first delivery pays nothing; a redelivery one marker write and one delete, besides the read
 // of the marker. Markers live a day (the bucket's TTL): a marker of a message no longer in its
 // stream is of no use.
@@ -33,23 +38,37 @@ struct Marker {
   // was kept. A marker of the process that finds it is no crash: that process lives, it only
   // lost its lease (or the marker's removal failed) while reading.
   std::string process;
+  // How many readers stopped while reading this message before this one began.
+  uint32_t stops = 0;
 };
-// "<delivery> <unix ms> <instance>\t<process>" (a tab, which Printable never leaves in the
-// instance; without it, a marker of before: no process); Decode is nullopt for anything else.
+// "<delivery> <unix ms> <instance>[\t<process>[\t<stops>]]" (tabs, which Printable never leaves
+// in the instance or process; a marker written before a field was kept has none: no process,
+// 0 stops); Decode is nullopt for anything else.
 std::string Encode(const Marker& m);
 std::optional<Marker> Decode(std::string_view value);
 
 // The marker's key: "<durable>.<stream sequence>" (the durable names the service's queue).
 std::string Key(std::string_view durable, uint64_t stream_seq);
 
+// Readers that must have stopped while reading a message before it is dead-lettered.
+inline constexpr uint32_t kStoppedReaders = 2;
+
 enum class Step {
   kRead,          // a first delivery: read it
-  kMarkThenRead,  // a redelivery nobody was reading: write the marker, read, remove it
-  kDeadLetter,    // a redelivery whose reader stopped while reading it
+  kMarkThenRead,  // a redelivery: write the marker (counting Decision::stops), read, remove it
+  kDeadLetter,    // a redelivery kStoppedReaders readers stopped while reading
 };
-// `own_marker`: the marker found was written by this very process (Marker::process), which
-// did not die reading the message: marked and read again, not dead-lettered.
-Step Decide(uint64_t num_delivered, bool marker_found, bool own_marker = false);
+struct Decision {
+  Step step = Step::kRead;
+  uint32_t stops = 0;         // the stops the marker to write counts (kMarkThenRead)
+  bool stop_counted = false;  // the marker found was another reader's: one stop more
+};
+// `found`: the marker in the bucket, as read (empty: none); `this_process`: ThisProcess().
+// A marker of this very process (Marker::process) is no stop: the process lives, it lost its
+// lease (or the marker's removal failed) while reading; its count is kept. A marker that cannot
+// be decoded counts as one stop.
+Decision Decide(uint64_t num_delivered, const std::optional<std::string>& found,
+                std::string_view this_process);
 // This process's token for Marker::process.
 std::string ThisProcess();
 
@@ -80,7 +99,8 @@ inline constexpr std::chrono::milliseconds kRestAfterFailure{30'000};
 // The dead letter's reason (one sentence, countable: no numbers) and detail (the marker's
 // evidence, printable, bounded). `marker`: the value found, as read (may be unreadable).
 inline constexpr const char* kReason =
-    "crash-loop guard: a reader stopped while reading this message (it is not read again)";
+    "crash-loop guard: two readers stopped while reading this message (it is not read again)";
+static_assert(kStoppedReaders == 2, "kReason says two readers");
 std::string Detail(std::string_view marker, uint64_t num_delivered);
 
 }  // namespace common::crash_guard

@@ -69,25 +69,32 @@ CrashGuard::Verdict CrashGuard::Before(uint64_t stream_seq, uint64_t num_deliver
     Failed("reading marker " + key, found.error());
     return v;
   }
-  // A marker this process wrote (its term ended, or the marker's removal failed, while it read
-  // the message) is no crash: read again.
-  const auto marker = found->has_value() ? crash_guard::Decode((*found)->value) : std::nullopt;
-  const bool own = marker && marker->process == crash_guard::ThisProcess();
-  switch (crash_guard::Decide(num_delivered, found->has_value(), own)) {
+  std::optional<std::string> value;
+  if (found->has_value()) value = (*found)->value;
+  const crash_guard::Decision d =
+      crash_guard::Decide(num_delivered, value, crash_guard::ThisProcess());
+  switch (d.step) {
     case crash_guard::Step::kRead:
       return v;
     case crash_guard::Step::kDeadLetter:
       v.dead_letter = true;
-      v.detail = crash_guard::Detail((*found)->value, num_delivered);
+      v.detail = crash_guard::Detail(*value, num_delivered);
       return v;
     case crash_guard::Step::kMarkThenRead:
       break;
   }
+  if (d.stop_counted) {
+    // Logged: one reader stopped on this message; a second stop dead-letters it.
+    spdlog::warn(
+        "crash-loop guard: {} was being read by another process that stopped ({} of {} stops "
+        "that dead-letter it); read again under a marker counting it",
+        key, d.stops, crash_guard::kStoppedReaders);
+  }
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
-  auto put = bucket_->Put(
-      key, crash_guard::Encode({num_delivered, now_ms, instance_, crash_guard::ThisProcess()}));
+  auto put = bucket_->Put(key, crash_guard::Encode({num_delivered, now_ms, instance_,
+                                                    crash_guard::ThisProcess(), d.stops}));
   if (!put.ok()) {
     ++unguarded_;
     Failed("writing marker " + key, put.error());

@@ -65,9 +65,16 @@ MUTATIONS = [
        "  bool about_event = false;")]),
     ("the crash-loop guard without its own-marker rule (a live process's marker taken for a crash)",
      [("common/crash_guard.cpp",
-       "  return marker_found && !own_marker ? Step::kDeadLetter : Step::kMarkThenRead;",
-       "  return marker_found && !(own_marker && false) ? Step::kDeadLetter : Step::kMarkThenRead;")],
+       "  if (m && !m->process.empty() && m->process == this_process) {",
+       "  if (false) {")],
      ["--own-marker", "--scenarios", "200"]),
+    ("the crash-loop guard dead-letters at the first stopped reader (kill -9 in a marked window)",
+     [("common/crash_guard.h",
+       "inline constexpr uint32_t kStoppedReaders = 2;",
+       "inline constexpr uint32_t kStoppedReaders = 1;"),
+      ("common/crash_guard.h",
+       'static_assert(kStoppedReaders == 2, "kReason says two readers");', "")],
+     ["--reader-killer", "--scenarios", "200"]),
 ]
 
 

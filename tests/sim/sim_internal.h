@@ -15,6 +15,10 @@ struct World::Msg {
   int holder = -1;
   uint64_t gen = 0;  // ack-wait timers armed before the last delivery or touch are ignored
   bool progress_lost = false;  // its last in-progress ack was lost (Fault::kAcksLost)
+  // Readers that stopped inside this message's marked window (the ground truth the crash-loop
+  // guard's decision is checked against), and whether one was killed from outside there.
+  int marked_stops = 0;
+  bool window_killed = false;
 };
 
 struct World::Fetch {

@@ -26,7 +26,7 @@ namespace {
 struct Totals {
   std::atomic<int64_t> scenarios{0}, checks{0}, events{0}, stored{0}, dlq{0}, dups{0},
       umami_dups{0}, runbook{0}, crashes{0}, batches{0}, batched{0}, unknown_site{0},
-      unknown_site_sends{0}, markers_left{0}, own_markers{0};
+      unknown_site_sends{0}, markers_left{0}, own_markers{0}, window_kills{0}, stops_counted{0};
   std::atomic<double> minutes{0};
 };
 
@@ -37,14 +37,15 @@ struct Failure {
 
 int minutes_opt = 10;
 // --reader-killer: one event of every scenario kills the reader that parses it (the crash-loop
-// guard's case); off, the scenarios are the seeds' as before.
+// guard's case), and readers are killed from outside inside good redeliveries' marked windows
+// (sim::Scenario::reader_killer); off, the scenarios are the seeds' as before.
 bool reader_killer_opt = false;
 // --unknown-site: every tenth visitor's events are of a website Umami does not hold.
 bool unknown_site_opt = false;
 // --own-marker: marker deletes fail for a while and the leader, losing its lease as it reads
 // redeliveries, takes it back itself (sim::Scenario::own_marker). The seed's own instance
 // events are left out (another process must not lead: a marker left behind by a live process
-// found by another is dead-lettered, a case the guard cannot tell from a crash).
+// found by another counts as a stopped reader, a case the guard cannot tell from a crash).
 bool own_marker_opt = false;
 sim::Scenario Make(uint64_t seed, int minutes) {
   sim::Scenario s = sim::MakeScenario(seed, minutes);
@@ -91,6 +92,8 @@ bool RunScenario(const sim::Scenario& sc, Totals& t, Failure* failure, bool prin
   t.unknown_site_sends += s.unknown_site_sends;
   t.markers_left += s.markers_left;
   t.own_markers += s.own_markers;
+  t.window_kills += s.window_kills;
+  t.stops_counted += s.stops_counted;
   double m = w.simulated_minutes();
   double prev = t.minutes.load();
   while (!t.minutes.compare_exchange_weak(prev, prev + m)) {
@@ -313,6 +316,17 @@ int main(int argc, char** argv) {
   if (unknown_site_opt) {
     std::printf("events of a website Umami does not hold %lld, of them sent %lld\n",
                 (long long)totals.unknown_site.load(), (long long)totals.unknown_site_sends.load());
+  }
+  if (reader_killer_opt) {
+    std::printf(
+        "readers killed from outside inside a good redelivery's marked window %lld, redeliveries "
+        "read again under a marker counting a stopped reader %lld\n",
+        (long long)totals.window_kills.load(), (long long)totals.stops_counted.load());
+    // A run that never met the case it is about proves nothing.
+    if (totals.window_kills.load() == 0 || totals.stops_counted.load() == 0) {
+      std::printf("simulation FAILED: no reader was killed inside a marked window\n");
+      return 1;
+    }
   }
   if (own_marker_opt) {
     std::printf(

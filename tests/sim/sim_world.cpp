@@ -3,11 +3,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "common/crash_guard.h"
 #include "tests/sim/sim_internal.h"
 
 namespace sim {
+namespace {
+// The contract's rule (docs/contract.md §3.5), independent of the code under test: the crash-loop
+// guard dead-letters a message only after two readers stopped inside its marked window.
+constexpr int kStopsBeforeDeadLetter = 2;
+}  // namespace
 
 const char* KindName(Kind k) {
   switch (k) {
@@ -278,21 +285,48 @@ void World::AnswerFetch(int inst, uint64_t epoch, int max_messages, bool timed_o
       reader.not_removed.clear();
     }
     const auto marker = crash_markers_.find(seq);
-    const bool found = marker != crash_markers_.end();
-    const bool own = found && marker->second == reader.process;
-    if (own && m.deliveries > 1) ++stats_.own_markers;
-    const auto step = common::crash_guard::Decide(m.deliveries, found, own);
+    std::optional<std::string> found;
+    if (marker != crash_markers_.end()) found = marker->second;
+    const std::string process = std::to_string(reader.process);
+    const auto decision = common::crash_guard::Decide(m.deliveries, found, process);
+    const auto step = decision.step;
+    if (found && m.deliveries > 1 && !decision.stop_counted) ++stats_.own_markers;
+    if (decision.stop_counted && step == common::crash_guard::Step::kMarkThenRead) {
+      ++stats_.stops_counted;
+    }
     if (step == common::crash_guard::Step::kDeadLetter) {
+      ++stats_.invariant_checks;
+      if (m.marked_stops < kStopsBeforeDeadLetter) {
+        Fail("the crash-loop guard dead-lettered seq " + std::to_string(seq) + " after " +
+             std::to_string(m.marked_stops) + " reader(s) stopped inside its marked window");
+        return;
+      }
       d.parsed.poison_reason = common::crash_guard::kReason;
       d.crash_loop_detail = "delivery " + std::to_string(m.deliveries);
       batch.push_back(std::move(d));
       continue;
     }
-    if (step == common::crash_guard::Step::kMarkThenRead) crash_markers_[seq] = reader.process;
-    if (events_[m.index].kind == Kind::kReaderKiller) {
-      // The parse kills the instance: what it took comes back after the ack wait, the marker
-      // (if one was written) stays.
-      Note("reader killed", 1, seq, inst);
+    if (step == common::crash_guard::Step::kMarkThenRead) {
+      crash_markers_[seq] = common::crash_guard::Encode(
+          {m.deliveries, 0, "sim-" + std::to_string(inst), process, decision.stops});
+    }
+    const bool killer = events_[m.index].kind == Kind::kReaderKiller;
+    // Scenario::reader_killer: a good redelivery's reader killed from outside inside its marked
+    // window (between the marker's write and its delete).
+    const bool window_kill = !killer && sc_.reader_killer &&
+                             step == common::crash_guard::Step::kMarkThenRead && !m.window_killed &&
+                             window_kills_ < 6 && rng_.Chance(0.05);
+    if (killer || window_kill) {
+      // The instance dies: what it took comes back after the ack wait, the marker (if one was
+      // written: a first delivery is read unmarked) stays.
+      if (step == common::crash_guard::Step::kMarkThenRead) ++m.marked_stops;
+      if (window_kill) {
+        m.window_killed = true;
+        ++window_kills_;
+        ++stats_.window_kills;
+      }
+      Note(killer ? "reader killed" : "reader killed from outside in its marked window", 1, seq,
+           inst);
       CrashOrLose(inst, InstanceAction::kCrash);
       return;
     }

@@ -44,7 +44,7 @@ enum class Kind {
   kMalformed,     // not an event at all: dead-lettered at once
   kHeaderPoison,  // a user agent with CR LF: dead-lettered at once, never sent
   kReaderKiller,  // kills the instance that parses it (a decoder bug): the crash-loop guard
-                  // (common/crash_guard.h) dead-letters it at its third delivery, never sent
+                  // (common/crash_guard.h) dead-letters it at its fourth delivery, never sent
   kUnknownSite,   // of a website Umami does not hold: "Website not found" (2.10: 403, 3.1: 400);
                   // to WEB_DLQ at its first answer, the site's next events unsent for a while
 };
@@ -91,9 +91,12 @@ struct Scenario {
   bool bursts = false;
   bool backlog_times = false;  // accepted_at jumps: hours of a visitor's traffic in minutes
   double poison = 0.01;        // share of events that are not good
-  bool reader_killer = false;  // event 101 kills the reader that parses it (Kind::kReaderKiller)
-  bool unknown_site = false;   // every tenth visitor's events are for a website Umami does not
-                               // hold (Kind::kUnknownSite)
+  // Event 101 kills the reader that parses it (Kind::kReaderKiller); and readers are killed from
+  // outside (kill -9, a lost node) inside the marked window of good redeliveries (chance 0.05,
+  // once per event, at most 6 a scenario): one stopped reader must not dead-letter them.
+  bool reader_killer = false;
+  bool unknown_site = false;  // every tenth visitor's events are for a website Umami does not
+                              // hold (Kind::kUnknownSite)
   // The crash-loop guard's own markers (common/crash_guard.h, found by partition (c) on
   // nats-server 2.15.1): marker deletes fail for a while (Fault::kMarkerDeleteFails); the
   // leader loses its lease just after it read redeliveries under markers it could not delete,
@@ -136,8 +139,10 @@ struct Stats {
   int64_t good_dead_lettered_runbook = 0, visits_split = 0;
   int64_t batches = 0, batched = 0;  // batches sent, and the events in them
   int64_t unknown_site_events = 0, unknown_site_sends = 0;
-  int64_t markers_left = 0;  // marker deletes that failed (Fault::kMarkerDeleteFails)
-  int64_t own_markers = 0;   // redeliveries that found a marker of the process reading them
+  int64_t markers_left = 0;   // marker deletes that failed (Fault::kMarkerDeleteFails)
+  int64_t own_markers = 0;    // redeliveries that found a marker of the process reading them
+  int64_t window_kills = 0;   // readers killed from outside inside a good event's marked window
+  int64_t stops_counted = 0;  // redeliveries read again under a marker counting a stopped reader
 };
 
 class World {
@@ -228,8 +233,9 @@ class World {
   std::vector<std::unique_ptr<Msg>> msgs_;  // by seq - 1
   std::set<uint64_t> due_;                  // redeliveries ready, by seq
   // KV crash_guard: seqs whose reader never finished (or whose marker's delete failed), and the
-  // process that wrote the marker (Instance::process).
-  std::map<uint64_t, uint64_t> crash_markers_;
+  // marker's value as the shell writes it (crash_guard::Encode; its process: Instance::process).
+  std::map<uint64_t, std::string> crash_markers_;
+  int window_kills_ = 0;  // Scenario::reader_killer's kills inside marked windows so far
   uint64_t processes_started_ = 0;
   int own_marker_losses_ = 0;  // lease losses Scenario::own_marker made
   uint64_t next_new_ = 1;      // the next never-delivered seq

@@ -19,7 +19,8 @@
 namespace testsupport {
 
 uint64_t DieReading(common::NatsClient& client, const common::ConsumerSpec& spec, size_t messages,
-                    uint64_t deliveries, const std::string& msg_id, const std::string& instance) {
+                    uint64_t deliveries, const std::string& msg_id, const std::string& instance,
+                    uint32_t stops) {
   auto fail = [](const std::string& why) {
     std::cerr << "DieReading: " << why << "\n";
     return uint64_t{0};
@@ -45,9 +46,9 @@ uint64_t DieReading(common::NatsClient& client, const common::ConsumerSpec& spec
   if (seq == 0) return fail("no message " + msg_id);
   auto bucket = common::KvBucket::Bind(client, common::topology::kCrashGuardBucket);
   if (!bucket.ok()) return fail("crash_guard: " + bucket.error().message);
-  auto put =
-      (*bucket)->Put(common::crash_guard::Key(spec.durable, seq),
-                     common::crash_guard::Encode({deliveries, kDiedAtUnixMs, instance, "1@1"}));
+  auto put = (*bucket)->Put(
+      common::crash_guard::Key(spec.durable, seq),
+      common::crash_guard::Encode({deliveries, kDiedAtUnixMs, instance, "1@1", stops}));
   if (!put.ok()) return fail("marker: " + put.error().message);
   return seq;
 }

@@ -25,11 +25,13 @@ std::unique_ptr<common::NatsClient> ConnectNats(const TestStack& stack);
 // Plays the readers of a crash loop (common/crash_guard.h): takes `deliveries` deliveries of
 // the `messages` messages the consumer `spec` holds, acking none (each comes back after the ack
 // wait), then leaves the crash-loop marker of the one whose Nats-Msg-Id is `msg_id`, as a reader
-// `instance` that died reading its last delivery at kDiedAtUnixMs would have. Returns that
-// message's stream sequence; 0 (and why, on stderr) when anything went otherwise.
+// `instance` that died reading its last delivery at kDiedAtUnixMs would have, after `stops`
+// readers had stopped on it before (Marker::stops). Returns that message's stream sequence; 0
+// (and why, on stderr) when anything went otherwise.
 inline constexpr int64_t kDiedAtUnixMs = 1765000000000;
 uint64_t DieReading(common::NatsClient& client, const common::ConsumerSpec& spec, size_t messages,
-                    uint64_t deliveries, const std::string& msg_id, const std::string& instance);
+                    uint64_t deliveries, const std::string& msg_id, const std::string& instance,
+                    uint32_t stops = 0);
 
 // A stream made by hand or by an older tool, not by platformctl init: limits retention, file
 // storage, no direct gets unless asked.

@@ -2,34 +2,82 @@
 // dead-lettered, and what a marker and the dead letter's detail say.
 #include <catch2/catch.hpp>
 
+#include <optional>
+#include <string>
+
 #include "common/crash_guard.h"
 
 namespace cg = common::crash_guard;
 
+namespace {
+const std::string kMe = "100@1";
+cg::Step StepOf(uint64_t delivery, std::optional<std::string> found) {
+  return cg::Decide(delivery, found, kMe).step;
+}
+std::string Foreign(uint32_t stops) { return cg::Encode({2, 5, "core-2", "200@1", stops}); }
+}  // namespace
+
 TEST_CASE("a first delivery is read without a marker, a redelivery under one", "[crash_guard]") {
-  CHECK(cg::Decide(1, false) == cg::Step::kRead);
+  CHECK(StepOf(1, std::nullopt) == cg::Step::kRead);
   // A first delivery cannot have been read before: a marker for it (planted, or left by a
   // message of the same sequence in a stream recreated since) does not stop it.
-  CHECK(cg::Decide(1, true) == cg::Step::kRead);
-  CHECK(cg::Decide(2, false) == cg::Step::kMarkThenRead);
-  CHECK(cg::Decide(40, false) == cg::Step::kMarkThenRead);
+  CHECK(StepOf(1, Foreign(1)) == cg::Step::kRead);
+  const auto d = cg::Decide(2, std::nullopt, kMe);
+  CHECK(d.step == cg::Step::kMarkThenRead);
+  CHECK(d.stops == 0);
+  CHECK_FALSE(d.stop_counted);
+  CHECK(StepOf(40, std::nullopt) == cg::Step::kMarkThenRead);
 }
 
-TEST_CASE("a redelivery whose marker is still there is dead-lettered", "[crash_guard]") {
-  // A message that kills every reader: delivery 1 read unmarked (dies), delivery 2 read under a
-  // marker (dies, the marker stays), delivery 3 finds it: two deliveries after the first death.
-  CHECK(cg::Decide(2, true) == cg::Step::kDeadLetter);
-  CHECK(cg::Decide(3, true) == cg::Step::kDeadLetter);
+TEST_CASE("one stopped reader is counted, the second dead-letters the message", "[crash_guard]") {
+  // A reader killed from outside inside its marked window (kill -9, a lost node) leaves the same
+  // marker a message that kills its reader leaves: one stop is read again, counted.
+  auto d = cg::Decide(3, Foreign(0), kMe);
+  CHECK(d.step == cg::Step::kMarkThenRead);
+  CHECK(d.stops == 1);
+  CHECK(d.stop_counted);
+  // A marker that already counts a stop: the second stopped reader.
+  d = cg::Decide(4, Foreign(1), kMe);
+  CHECK(d.step == cg::Step::kDeadLetter);
+  CHECK(d.stops == cg::kStoppedReaders);
+  // A marker written before stops were counted reads as 0 stops.
+  CHECK(StepOf(3, "2 5 core-2") == cg::Step::kMarkThenRead);
+  CHECK(StepOf(3, "2 5 core-2\t200@1") == cg::Step::kMarkThenRead);
+  // An unreadable marker counts one stop; a count past the limit stays at it.
+  d = cg::Decide(3, std::string("\x1b[2J planted"), kMe);
+  CHECK(d.step == cg::Step::kMarkThenRead);
+  CHECK(d.stops == 1);
+  CHECK(StepOf(3, Foreign(4'000'000'000u)) == cg::Step::kDeadLetter);
+  CHECK(cg::Decide(3, Foreign(4'000'000'000u), kMe).stops == cg::kStoppedReaders);
 }
 
-TEST_CASE("a marker of the very process that finds it is read again, not dead-lettered",
+TEST_CASE("a message that kills every reader is dead-lettered at its fourth delivery",
+          "[crash_guard]") {
+  // Each reader dies after writing its marker; the next leader (another process) finds it.
+  std::optional<std::string> marker;
+  uint64_t delivery = 1;
+  for (int process = 1;; ++process, ++delivery) {
+    const std::string me = std::to_string(process) + "@1";
+    const auto d = cg::Decide(delivery, marker, me);
+    if (d.step == cg::Step::kDeadLetter) break;
+    if (d.step == cg::Step::kMarkThenRead) {
+      marker = cg::Encode({delivery, 5, "core", me, d.stops});
+    }
+    REQUIRE(delivery < 10);
+  }
+  CHECK(delivery == 4);
+}
+
+TEST_CASE("a marker of the very process that finds it is read again, not counted",
           "[crash_guard]") {
   // The process lives: its lease was lost (or the marker's removal failed) while it read the
   // message, which did not kill it (a partition on nats-server 2.15.1 dead-lettered a good
-  // event this way).
-  CHECK(cg::Decide(3, true, true) == cg::Step::kMarkThenRead);
-  CHECK(cg::Decide(3, true, false) == cg::Step::kDeadLetter);
-  CHECK(cg::Decide(1, true, true) == cg::Step::kRead);
+  // event this way). Its count is kept.
+  auto d = cg::Decide(3, cg::Encode({2, 5, "core-1", kMe, 1}), kMe);
+  CHECK(d.step == cg::Step::kMarkThenRead);
+  CHECK(d.stops == 1);
+  CHECK_FALSE(d.stop_counted);
+  CHECK(StepOf(1, cg::Encode({2, 5, "core-1", kMe, 0})) == cg::Step::kRead);
   const std::string me = cg::ThisProcess();
   CHECK(me == cg::ThisProcess());
   CHECK(me.find('@') != std::string::npos);
@@ -37,12 +85,21 @@ TEST_CASE("a marker of the very process that finds it is read again, not dead-le
   REQUIRE(m);
   CHECK(m->instance == "core-1");
   CHECK(m->process == me);
+  CHECK(m->stops == 0);
+  m = cg::Decode(cg::Encode({2, 5, "core-1", me, 1}));
+  REQUIRE(m);
+  CHECK(m->process == me);
+  CHECK(m->stops == 1);
   // A marker written before the process was kept: no process, so never this one's.
   m = cg::Decode("2 5 core 1");
   REQUIRE(m);
   CHECK(m->instance == "core 1");
   CHECK(m->process.empty());
+  CHECK(StepOf(3, "2 5 core 1") == cg::Step::kMarkThenRead);
   CHECK_FALSE(cg::Decode("2 5 core\t" + std::string(200, 'p')));
+  CHECK_FALSE(cg::Decode("2 5 core\tp\tx"));
+  CHECK_FALSE(cg::Decode("2 5 core\tp\t-1"));
+  CHECK_FALSE(cg::Decode("2 5 core\tp\t"));
 }
 
 TEST_CASE("markers encode and decode, and foreign values are refused", "[crash_guard]") {
@@ -67,6 +124,9 @@ TEST_CASE("the dead letter's detail names the reader, or says the marker was unr
   CHECK(cg::Detail("2 1765000000000 core-1", 3) ==
         "delivery 3; instance core-1 began reading delivery 2 at unix ms 1765000000000 and never "
         "finished");
+  CHECK(cg::Detail(cg::Encode({3, 1765000000000, "core-2", "7@1", 1}), 4) ==
+        "delivery 4; instance core-2 began reading delivery 3 at unix ms 1765000000000 and never "
+        "finished; 1 reader stopped on it before");
   CHECK(cg::Detail("\x1b[2J planted", 3) == "delivery 3; an unreadable marker: ?[2J planted");
   CHECK(cg::Detail(std::string(300, 'x'), 2).size() < 120);
   // The reason is one countable sentence (dead-letter reasons are grouped by it).
