@@ -18,16 +18,20 @@
 #include "tests/metricswriter/harness.h"
 #include "tests/support/nats_cluster.h"
 
+namespace {
+// The writer's own consumer, as it would create it (nats.c binds only an identical one).
+common::ConsumerSpec WriterSpec() {
+  common::ConfigReader env(std::map<std::string, std::string>{{"METRICSWRITER_ACK_WAIT", "3s"}});
+  return mw::ReadWriterOptions(env).consumer;
+}
+}  // namespace
+
 TEST_CASE("a batch two readers died on is dead-lettered by the next one", "[integration]") {
   mwtest::Harness h;
   h.Publish("acme", mwtest::JsonBatch(2, mwtest::NowNs()), "died-on");
   h.Publish("acme", mwtest::JsonBatch(3, mwtest::NowNs()), "redelivered");
-
-  // The writer's own consumer, as it would create it (nats.c binds only an identical one).
-  common::ConfigReader env(std::map<std::string, std::string>{{"METRICSWRITER_ACK_WAIT", "3s"}});
-  const common::ConsumerSpec spec = mw::ReadWriterOptions(env).consumer;
   const uint64_t died_on_seq =
-      testsupport::DieReading(h.nats(), spec, 2, 3, "died-on", "writer-b", 1);
+      testsupport::DieReading(h.nats(), WriterSpec(), 2, 3, "died-on", "writer-b", 1);
   REQUIRE(died_on_seq != 0);
   auto bucket = common::KvBucket::Bind(h.nats(), "crash_guard");
   REQUIRE(bucket.ok());
@@ -57,9 +61,8 @@ TEST_CASE("a batch two readers died on is dead-lettered by the next one", "[inte
 TEST_CASE("a batch one reader died on is decoded again and stored", "[integration]") {
   mwtest::Harness h;
   h.Publish("acme", mwtest::JsonBatch(2, mwtest::NowNs()), "died-once");
-  common::ConfigReader env(std::map<std::string, std::string>{{"METRICSWRITER_ACK_WAIT", "3s"}});
-  const common::ConsumerSpec spec = mw::ReadWriterOptions(env).consumer;
-  const uint64_t seq = testsupport::DieReading(h.nats(), spec, 1, 2, "died-once", "writer-b");
+  const uint64_t seq =
+      testsupport::DieReading(h.nats(), WriterSpec(), 1, 2, "died-once", "writer-b");
   REQUIRE(seq != 0);
   auto bucket = common::KvBucket::Bind(h.nats(), "crash_guard");
   REQUIRE(bucket.ok());

@@ -37,24 +37,30 @@ std::vector<std::string> DlqDetails(Fixture& f) {
   }
   return out;
 }
+
+void PublishEvent(Fixture& f, const std::string& id) {
+  TestEvent e;
+  e.site = f.sites[0];
+  e.id = id;
+  e.url = "/" + id;
+  REQUIRE(testsupport::PublishRaw(*f.client, "web.events." + e.site,
+                                  testsupport::EventJson(e, 1'764'000'000'000), e.id));
+}
+
+// The replayer's own consumer, as it would create it (nats.c binds only an identical one).
+common::ConsumerSpec ReplayerSpec() {
+  common::ConfigReader env(std::map<std::string, std::string>{{"REPLAYER_ACK_WAIT", "3s"}});
+  return replayer::ConsumerSpecFor(replayer::ReadReplayerConfig(env));
+}
 }  // namespace
 
 TEST_CASE("an event two readers died on is dead-lettered, not sent", "[integration][replayer]") {
   Fixture f(0, 1);
   testsupport::UmamiStandIn umami(f.sites);
-  for (const char* id : {"died-on", "redelivered"}) {
-    TestEvent e;
-    e.site = f.sites[0];
-    e.id = id;
-    e.url = std::string("/") + id;
-    REQUIRE(testsupport::PublishRaw(*f.client, "web.events." + e.site,
-                                    testsupport::EventJson(e, 1'764'000'000'000), e.id));
-  }
-  // The replayer's own consumer, as it would create it (nats.c binds only an identical one).
-  common::ConfigReader env(std::map<std::string, std::string>{{"REPLAYER_ACK_WAIT", "3s"}});
-  const common::ConsumerSpec spec = replayer::ConsumerSpecFor(replayer::ReadReplayerConfig(env));
+  PublishEvent(f, "died-on");
+  PublishEvent(f, "redelivered");
   const uint64_t died_on_seq =
-      testsupport::DieReading(*f.client, spec, 2, 3, "died-on", "core-2", 1);
+      testsupport::DieReading(*f.client, ReplayerSpec(), 2, 3, "died-on", "core-2", 1);
   REQUIRE(died_on_seq != 0);
   auto bucket = common::KvBucket::Bind(*f.client, "crash_guard");
   REQUIRE(bucket.ok());
@@ -78,15 +84,9 @@ TEST_CASE("an event two readers died on is dead-lettered, not sent", "[integrati
 TEST_CASE("an event one reader died on is read again and stored", "[integration][replayer]") {
   Fixture f(0, 1);
   testsupport::UmamiStandIn umami(f.sites);
-  TestEvent e;
-  e.site = f.sites[0];
-  e.id = "died-once";
-  e.url = "/died-once";
-  REQUIRE(testsupport::PublishRaw(*f.client, "web.events." + e.site,
-                                  testsupport::EventJson(e, 1'764'000'000'000), e.id));
-  common::ConfigReader env(std::map<std::string, std::string>{{"REPLAYER_ACK_WAIT", "3s"}});
-  const common::ConsumerSpec spec = replayer::ConsumerSpecFor(replayer::ReadReplayerConfig(env));
-  const uint64_t seq = testsupport::DieReading(*f.client, spec, 1, 2, "died-once", "core-2");
+  PublishEvent(f, "died-once");
+  const uint64_t seq =
+      testsupport::DieReading(*f.client, ReplayerSpec(), 1, 2, "died-once", "core-2");
   REQUIRE(seq != 0);
   auto bucket = common::KvBucket::Bind(*f.client, "crash_guard");
   REQUIRE(bucket.ok());
