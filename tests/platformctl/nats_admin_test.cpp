@@ -4,10 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <string>
 
 #include "common/js_error.h"
 #include "platformctl/nats_admin.h"
 #include "platformctl/nats_dlq.h"
+#include "platformctl/nats_dlq_get.h"
 
 using platformctl::nats_admin::Patience;
 using std::chrono::milliseconds;
@@ -55,6 +57,13 @@ TEST_CASE("JetStream answers: errors by kind, times", "[dlq]") {
   CHECK(na->code == 10008);
   CHECK(nf->code == 10037);
   CHECK(ApiError(R"({"error":{"code":500,"description":"odd"}})", "w")->code == 0);
+  // An error number an int cannot hold is none: cast, 2^32 + 10057 read as 10057 (a message
+  // delete refused), a float is not read at all.
+  auto wide = ApiError(R"({"error":{"code":400,"err_code":4294977353,"description":"x"}})", "w");
+  REQUIRE(wide);
+  CHECK(wide->code == 0);
+  CHECK(ApiError(R"({"error":{"code":1.44e127,"err_code":1e300,"description":"x"}})", "w")->code ==
+        0);
 
   using platformctl::nats_admin::ParseJsTime;
   CHECK(ParseJsTime("1970-01-01T00:00:01Z") == 1'000'000'000);
@@ -195,4 +204,26 @@ TEST_CASE("stored messages: header blocks and base64 as JetStream returns them",
   CHECK(DecodeBase64("") == std::string());
   CHECK_FALSE(DecodeBase64("Y*=="));
   CHECK_FALSE(DecodeBase64("Y"));
+
+  // A message get's answer: its sequence is read only as a whole number (a float is undefined
+  // behaviour to convert, a string threw out of platformctl).
+  using platformctl::nats_dlq::detail::ParseGet;
+  auto got = ParseGet(R"({"message":{"subject":"dlq.web.s","seq":41,"data":"YQ=="}})", "g", true);
+  REQUIRE(got);
+  REQUIRE(got->has_value());
+  CHECK((*got)->seq == 41);
+  CHECK((*got)->subject == "dlq.web.s");
+  CHECK((*got)->data == "a");
+  for (const char* seq : {"1.44e127", "41.0", "-41", "\"41\"", "null"}) {
+    INFO(seq);
+    auto bad = ParseGet(std::string(R"({"message":{"subject":"dlq.web.s","seq":)") + seq + "}}",
+                        "g", false);
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().message == "g: a message without a sequence");
+  }
+  // Another type where a text is expected is no text, not a throw.
+  auto odd = ParseGet(R"({"message":{"subject":7,"time":[],"seq":3}})", "g", false);
+  REQUIRE(odd);
+  CHECK((*odd)->subject.empty());
+  CHECK((*odd)->time_ns == 0);
 }
