@@ -191,6 +191,42 @@ TEST_CASE("peer removal: done only when the peer is no longer a replica, whateve
   CHECK(JudgePeerRemoval("WEB_DLQ", "nats-3", *replaced, "success").ok());
 }
 
+TEST_CASE("erase: a retry refused as gone is erased only when the stream no longer holds it",
+          "[dlq]") {
+  // A redrive task's erase whose answer a DLQ leader change lost: the retry is refused because
+  // the first send erased the message (nats-server answers 10057 "no message found" below the
+  // stream's first sequence, 10043 "sequence not found" inside it).
+  using platformctl::nats_dlq::JudgeRefusedErase;
+  using platformctl::nats_dlq::RefusedErase;
+  auto refusal = [](common::ErrorKind kind, int code) {
+    common::Error e{kind, "erase WEB_DLQ #7: refused"};
+    e.code = code;
+    return e;
+  };
+  const auto gone =
+      refusal(common::ErrorKind::kPermanent, common::js_error::kStreamMsgDeleteFailed);
+  const auto not_found =
+      refusal(common::ErrorKind::kPermanent, common::js_error::kSequenceNotFound);
+  for (const auto& e : {gone, not_found}) {
+    // The first send's refusal stands: nothing of ours can have erased it.
+    CHECK(JudgeRefusedErase(1, e, std::nullopt) == RefusedErase::kStands);
+    CHECK(JudgeRefusedErase(1, e, false) == RefusedErase::kStands);
+    // A retry's: the stream is read, and says.
+    CHECK(JudgeRefusedErase(2, e, std::nullopt) == RefusedErase::kReadStream);
+    CHECK(JudgeRefusedErase(3, e, false) == RefusedErase::kErased);
+    CHECK(JudgeRefusedErase(2, e, true) == RefusedErase::kStands);
+  }
+  // Another refusal of a retry stands, whatever its text says.
+  auto full = refusal(common::ErrorKind::kPermanent, common::js_error::kStoreFailed);
+  full.message = "erase WEB_DLQ #7: no message found";
+  CHECK(JudgeRefusedErase(2, full, std::nullopt) == RefusedErase::kStands);
+  CHECK(JudgeRefusedErase(2, full, false) == RefusedErase::kStands);
+  // "Not found" on a retry was taken as erased before, without a read; still so.
+  const auto nf = refusal(common::ErrorKind::kNotFound, common::js_error::kNoMessageFound);
+  CHECK(JudgeRefusedErase(2, nf, std::nullopt) == RefusedErase::kErased);
+  CHECK(JudgeRefusedErase(1, nf, std::nullopt) == RefusedErase::kStands);
+}
+
 TEST_CASE("stored messages: header blocks and base64 as JetStream returns them", "[dlq]") {
   using platformctl::nats_dlq::DecodeBase64;
   using platformctl::nats_dlq::ParseHeaderBlock;
