@@ -23,6 +23,12 @@ constexpr int kInsufficientResources = 10023;  // the servers lack room for the 
 constexpr int kStreamNotFound = 10059;
 constexpr int kConsumerNotFound = 10014;
 constexpr int kNoMessageFound = 10037;
+// A message delete of what the stream does not hold (nats-server 2.9.10, 2.10.27 and 2.15.1
+// alike): 10057 (HTTP 500, the store's reason as the description) below the stream's first
+// sequence ("no message found") or past its last ("stream store EOF"), and for other store
+// failures; 10043 (400, "sequence N not found") for one deleted inside it.
+constexpr int kStreamMsgDeleteFailed = 10057;
+constexpr int kSequenceNotFound = 10043;
 constexpr int kTooManyRequestsStatus = 429;
 
 // Whether the server refused because it is busy: nats-server 2.11+ answers a publish with 429

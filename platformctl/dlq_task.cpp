@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "platformctl/json_whole.h"
+
 namespace platformctl::dlq {
 
 using nlohmann::json;
@@ -49,6 +51,25 @@ std::optional<std::string> OptOf(const json& j, const char* key) {
   return j[key].get<std::string>();
 }
 
+constexpr const char* kMistyped = "a task record with a missing or mistyped field";
+
+// Thrown by Whole below; DecodeTask refuses the record as it does for a json::exception.
+struct Mistyped {};
+
+// A whole-number field: an integer within T's range (json_whole.h says why not get<T>), or
+// `absent` when the record has no such member; anything else refuses the record.
+template <typename T>
+T Whole(const json& j, const char* key, std::optional<T> absent = std::nullopt) {
+  auto it = j.find(key);
+  if (it == j.end()) {
+    if (!absent) throw Mistyped{};
+    return *absent;
+  }
+  auto v = json_whole::Whole<T>(*it);
+  if (!v) throw Mistyped{};
+  return *v;
+}
+
 }  // namespace
 
 std::string EncodeTask(const TaskRecord& t) {
@@ -88,7 +109,9 @@ common::Result<TaskRecord> DecodeTask(std::string_view text) {
     return common::Error::Invalid("a task record that is not a JSON object");
   }
   try {
-    if (j.value("v", 0) != 1) return common::Error::Invalid("a task record of another version");
+    if (Whole<int>(j, "v", 0) != 1) {
+      return common::Error::Invalid("a task record of another version");
+    }
     TaskRecord t;
     t.name = j.at("name").get<std::string>();
     t.queue = j.at("queue").get<std::string>();
@@ -101,19 +124,19 @@ common::Result<TaskRecord> DecodeTask(std::string_view text) {
     t.describe = j.value("describe", "");
     t.rate = j.value("rate", 0.0);
     t.to_subject = j.value("to_subject", "");
-    t.end_seq = j.at("end_seq").get<uint64_t>();
-    t.next_seq = j.at("next_seq").get<uint64_t>();
-    t.counted_through = j.value("counted_through", uint64_t{0});
-    t.replayed = j.value("replayed", uint64_t{0});
-    t.already = j.value("already", uint64_t{0});
-    t.skipped = j.value("skipped", uint64_t{0});
-    t.failed = j.value("failed", uint64_t{0});
+    t.end_seq = Whole<uint64_t>(j, "end_seq");
+    t.next_seq = Whole<uint64_t>(j, "next_seq");
+    t.counted_through = Whole<uint64_t>(j, "counted_through", 0);
+    t.replayed = Whole<uint64_t>(j, "replayed", 0);
+    t.already = Whole<uint64_t>(j, "already", 0);
+    t.skipped = Whole<uint64_t>(j, "skipped", 0);
+    t.failed = Whole<uint64_t>(j, "failed", 0);
     auto state = ParseTaskState(j.at("state").get<std::string>());
     if (!state) return common::Error::Invalid("a task record with an unknown state");
     t.state = *state;
     t.runner = j.value("runner", "");
-    t.started_ms = j.value("started_ms", int64_t{0});
-    t.updated_ms = j.value("updated_ms", int64_t{0});
+    t.started_ms = Whole<int64_t>(j, "started_ms", 0);
+    t.updated_ms = Whole<int64_t>(j, "updated_ms", 0);
     t.note = j.value("note", "");
     t.parallel = j.value("parallel", false);
     if (!ValidTaskName(t.name) || !ParseQueue(t.queue)) {
@@ -121,7 +144,9 @@ common::Result<TaskRecord> DecodeTask(std::string_view text) {
     }
     return t;
   } catch (const json::exception&) {
-    return common::Error::Invalid("a task record with a missing or mistyped field");
+    return common::Error::Invalid(kMistyped);
+  } catch (const Mistyped&) {
+    return common::Error::Invalid(kMistyped);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "common/js_error.h"
 #include "common/nats_status.h"
 #include "common/timefmt.h"
+#include "platformctl/json_whole.h"
 
 namespace platformctl::nats_admin {
 namespace {
@@ -80,9 +81,9 @@ uint64_t U64(const nlohmann::json& j, const char* key) {
              : 0;
 }
 
+// A float is not read (json_whole.h: get<int64_t> of 1e300 is undefined behaviour).
 int64_t I64(const nlohmann::json& j, const char* key, int64_t otherwise = 0) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<int64_t>() : otherwise;
+  return json_whole::WholeAt<int64_t>(j, key).value_or(otherwise);
 }
 
 std::string Str(const nlohmann::json& j, const char* key) {

@@ -11,6 +11,7 @@
 
 #include "common/js_error.h"
 #include "common/nats_status.h"
+#include "platformctl/json_whole.h"
 
 namespace platformctl::nats_admin {
 namespace {
@@ -58,12 +59,10 @@ std::optional<Error> ApiError(std::string_view answer, const std::string& what) 
   // Read by type, not with json::value(), which throws when a member has another type: an
   // answer is input we do not control (a proxy, another server version, a client that named
   // our inbox), and a throw here ended platformctl (found by tests/fuzz/fuzz_js_answer).
-  auto number = [&](const char* key) {
-    auto it = e.find(key);
-    return it != e.end() && it->is_number_integer() ? it->get<int64_t>() : int64_t{0};
-  };
-  const int64_t code = number("code");
-  const int64_t err_code = number("err_code");
+  // A number an int does not hold is none: cast, 4294977353 would read as 10057.
+  auto number = [&](const char* key) { return json_whole::WholeAt<int>(e, key).value_or(0); };
+  const int code = number("code");
+  const int err_code = number("err_code");
   auto d = e.find("description");
   std::string msg = what + ": " +
                     (d != e.end() && d->is_string() ? d->get<std::string>() : "(no description)") +
@@ -71,8 +70,8 @@ std::optional<Error> ApiError(std::string_view answer, const std::string& what) 
   // Only "temporarily unavailable" passes by itself; other 503s (e.g. 10075 "peer remap
   // failed") are answers about the request (js_error::KindOf).
   Error out = Error::Permanent(msg);
-  out.kind = js_error::KindOf(static_cast<int>(code), static_cast<int>(err_code));
-  out.code = static_cast<int>(err_code);
+  out.kind = js_error::KindOf(code, err_code);
+  out.code = err_code;
   return out;
 }
 

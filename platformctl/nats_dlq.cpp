@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/js_error.h"
 #include "common/nats_status.h"
 #include "platformctl/nats_admin.h"
 #include "platformctl/nats_dlq_get.h"
@@ -140,6 +141,17 @@ std::vector<Result<PubAck>> BatchPublisher::PublishAll(const std::vector<OutMess
   return out;
 }
 
+RefusedErase JudgeRefusedErase(int tries, const Error& refusal, std::optional<bool> held) {
+  if (tries <= 1) return RefusedErase::kStands;
+  if (refusal.kind == ErrorKind::kNotFound) return RefusedErase::kErased;
+  if (refusal.code != js_error::kStreamMsgDeleteFailed &&
+      refusal.code != js_error::kSequenceNotFound) {
+    return RefusedErase::kStands;
+  }
+  if (!held) return RefusedErase::kReadStream;
+  return *held ? RefusedErase::kStands : RefusedErase::kErased;
+}
+
 std::vector<Status> EraseAll(NatsClient& client, const std::string& stream,
                              const std::vector<uint64_t>& seqs, Millis timeout) {
   std::vector<std::string> bodies;
@@ -153,6 +165,7 @@ std::vector<Status> EraseAll(NatsClient& client, const std::string& stream,
                                     what, &tries);
   std::vector<Status> out;
   out.reserve(seqs.size());
+  std::vector<size_t> unsure;  // retries refused as gone: the stream says whether they are
   for (size_t i = 0; i < seqs.size(); ++i) {
     const std::string one = what + " #" + std::to_string(seqs[i]);
     if (!answers) {
@@ -161,11 +174,13 @@ std::vector<Status> EraseAll(NatsClient& client, const std::string& stream,
     }
     const std::string& a = (*answers)[i];
     if (auto e = nats_admin::ApiError(a, one)) {
-      // Gone on a second try: the first one, whose answer was lost, erased it.
-      if (e->kind == ErrorKind::kNotFound && tries[i] > 1) {
+      // Gone on a second try: the first one, whose answer was lost, may have erased it.
+      const RefusedErase verdict = JudgeRefusedErase(tries[i], *e, std::nullopt);
+      if (verdict == RefusedErase::kErased) {
         out.push_back(Status::Ok());
       } else {
         out.push_back(*e);
+        if (verdict == RefusedErase::kReadStream) unsure.push_back(i);
       }
       continue;
     }
@@ -174,6 +189,21 @@ std::vector<Status> EraseAll(NatsClient& client, const std::string& stream,
       out.push_back(Status::Ok());
     } else {
       out.push_back(Error::Permanent(one + ": an answer that is not the JetStream API's"));
+    }
+  }
+  if (unsure.empty()) return out;
+  std::vector<uint64_t> look;
+  for (size_t i : unsure) look.push_back(seqs[i]);
+  const std::vector<Result<bool>> held = GetAll(client, stream, look, timeout);
+  for (size_t k = 0; k < unsure.size(); ++k) {
+    const size_t i = unsure[k];
+    const Error refusal = out[i].error();
+    if (!held[k]) {  // unknown whether it is gone: the refusal stands
+      out[i] = refusal.Retold(refusal.message + "; reading it back: " + held[k].error().message);
+    } else if (JudgeRefusedErase(tries[i], refusal, *held[k]) == RefusedErase::kErased) {
+      out[i] = Status::Ok();
+    } else {
+      out[i] = refusal.Retold(refusal.message + "; the stream still holds it");
     }
   }
   return out;

@@ -131,10 +131,21 @@ class BatchPublisher {
 // plain delete), with the requests pipelined: sent together, the answers collected as they come
 // within `timeout`; those without an answer are sent again within kClusterPatience (an answer
 // lost in an election: a retry that finds the message gone counts as erased, our first request
-// did it). Result i belongs to seqs[i]: NotFound when that message was not there (already
-// erased, expired, never stored); Retryable when no answer came.
+// did it; JudgeRefusedErase says when the stream is read to know). Result i belongs to seqs[i]:
+// NotFound when that message was not there (already erased, expired, never stored); Retryable
+// when no answer came.
 std::vector<Status> EraseAll(NatsClient& client, const std::string& stream,
                              const std::vector<uint64_t>& seqs, Millis timeout);
+
+// What an erase request's refusal comes to, after `tries` sends of it (pure, for the tests).
+// The refusal of a first send stands. A retry's may be the first send's work, its answer lost
+// (a DLQ leader change): refused "not found" (ErrorKind::kNotFound) it counts as erased; refused
+// as a delete of what the stream does not hold (js_error::kSequenceNotFound, or
+// kStreamMsgDeleteFailed, which other store failures answer too) the stream is read first
+// (`held`: nullopt until then) and only a message it no longer holds counts as erased. Judged
+// by the error's code, never its text.
+enum class RefusedErase { kStands, kErased, kReadStream };
+RefusedErase JudgeRefusedErase(int tries, const Error& refusal, std::optional<bool> held);
 
 // Whether each of `seqs` is stored in the stream as its leader answers now (message gets,
 // pipelined, retried as EraseAll): true stored, false not (NotFound), or the error.

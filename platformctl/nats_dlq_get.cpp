@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/nats_status.h"
+#include "platformctl/json_whole.h"
 #include "platformctl/nats_admin.h"
 
 namespace platformctl::nats_dlq {
@@ -171,9 +172,16 @@ Result<std::optional<StoredMessage>> ParseGet(const std::string& answer, const s
   }
   const auto& m = j["message"];
   StoredMessage out;
-  out.seq = m.value("seq", uint64_t{0});
-  out.subject = m.value("subject", std::string());
-  auto t = nats_admin::ParseJsTime(m.value("time", std::string()));
+  // Read by type (json::value() throws on another type, and its get<uint64_t> of a float is
+  // undefined behaviour; json_whole.h): an answer is input we do not control. A sequence that
+  // is no whole number is none (refused below).
+  out.seq = json_whole::WholeAt<uint64_t>(m, "seq").value_or(0);
+  auto text = [&](const char* key) {
+    auto it = m.find(key);
+    return it != m.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  out.subject = text("subject");
+  auto t = nats_admin::ParseJsTime(text("time"));
   out.time_ns = t ? *t : 0;
   if (auto h = m.find("hdrs"); h != m.end() && h->is_string()) {
     auto block = DecodeBase64(h->get_ref<const std::string&>());

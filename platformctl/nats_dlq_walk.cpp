@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/nats_status.h"
+#include "platformctl/json_whole.h"
 #include "platformctl/nats_admin.h"
 #include "platformctl/nats_dlq.h"
 #include "platformctl/nats_dlq_get.h"
@@ -141,7 +142,8 @@ Status StreamBrowser::Start() {
     return answer.error();
   }
   auto info = nlohmann::json::parse(*answer, nullptr, false);
-  if (info.is_object() && info.value("num_pending", uint64_t{1}) == 0) done_ = true;
+  // Read by type: a float or a string there is no count (json_whole.h).
+  if (json_whole::WholeAt<uint64_t>(info, "num_pending") == uint64_t{0}) done_ = true;
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 // platformctl dlq purge and platformctl erase against a real nats-server with a file store:
 // purged messages' bytes are gone from the store directory (secure erase), kept ones are there;
-// erasure by site, visitor and tenant erases exactly the matching messages.
+// erasure by site, visitor and tenant erases exactly the matching messages; an erase whose
+// answer was lost and whose retry is refused counts as erased once the stream no longer holds it.
 #include <nats/nats.h>
 
 #include <catch2/catch.hpp>
@@ -9,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "platformctl/nats_dlq.h"
 #include "tests/platformctl/dlq_fixture.h"
 
 using dlqtest::Ctl;
@@ -184,4 +186,43 @@ TEST_CASE("dlq erase removes exactly a site's, a visitor's or a tenant's DLQ mes
   CHECK_THAT(r.out, Catch::Contains("0 messages of API_DLQ erased"));
   CHECK(dlqtest::Count(*client, "API_DLQ") == 2);
   CHECK_THAT(dlqtest::AllOutput(), !Catch::Contains(dlqtest::kMarker));
+}
+
+TEST_CASE("an erase whose answer came too late is erased, not failed, when its retry is refused",
+          "[integration][dlq]") {
+  // The answers a DLQ leader change loses, made by a wait of 5 ms for 200 erases: most answers
+  // come after it (about 5 sends per message here), so the requests are sent again and refused
+  // because the first send erased them: 10057 below the stream's first sequence (seq 1), 10043
+  // inside it (every other one, the even ones kept). Each is read back: gone, so erased (before,
+  // counted failed: a redrive task reported moved messages as failed).
+  TestStack stack({"nats"});
+  dlqtest::Init(stack);
+  auto client = testsupport::ConnectNats(stack);
+  dlqtest::SeedWeb(*client, 400, "late");
+  std::vector<uint64_t> seqs;
+  std::set<uint64_t> kept;
+  for (uint64_t seq = 1; seq <= 400; ++seq) {
+    if (seq % 2 == 1) {
+      seqs.push_back(seq);
+    } else {
+      kept.insert(seq);
+    }
+  }
+  // Every erase request sent, counted: more than one per message is the retries this is about.
+  natsSubscription* sent = nullptr;
+  REQUIRE(natsConnection_SubscribeSync(&sent, client->conn(),
+                                       "$JS.API.STREAM.MSG.DELETE.WEB_DLQ") == NATS_OK);
+  auto results = platformctl::nats_dlq::EraseAll(*client, "WEB_DLQ", seqs, common::Millis(5));
+  REQUIRE(natsConnection_Flush(client->conn()) == NATS_OK);
+  int requests = 0;
+  REQUIRE(natsSubscription_GetPending(sent, &requests, nullptr) == NATS_OK);
+  natsSubscription_Destroy(sent);
+  INFO("erase requests sent: " << requests << " for " << seqs.size() << " messages");
+  CHECK(requests > static_cast<int>(seqs.size()));  // else this test proves nothing
+  REQUIRE(results.size() == seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    INFO("seq " << seqs[i] << ": " << (results[i] ? "" : results[i].error().message));
+    CHECK(results[i].ok());
+  }
+  CHECK(SeqsOf(*client, "WEB_DLQ") == kept);
 }

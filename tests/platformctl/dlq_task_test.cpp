@@ -3,6 +3,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 using namespace platformctl::dlq;
 
 namespace {
@@ -67,6 +74,56 @@ TEST_CASE("task: what is no record is refused, not half-read", "[dlq][task]") {
   std::string bad_name = good;
   bad_name.replace(bad_name.find("after-incident_7"), 16, "a b");
   CHECK_FALSE(DecodeTask(bad_name));
+}
+
+TEST_CASE("task: a whole-number field holding a float, a negative or too big a number is refused",
+          "[dlq][task]") {
+  // The KV bucket is writable by hand: a field is read only when it is an integer its type
+  // holds. get<int> of 1.44e127 (found by tests/fuzz/fuzz_dlq) is undefined behaviour; 1.0
+  // read as 1, -1 as 2^64-1 and 2^64-1 as a signed -1 before these were refused.
+  const nlohmann::json good = nlohmann::json::parse(EncodeTask(Sample()));
+  REQUIRE(DecodeTask(good.dump()));
+  const std::vector<std::string> unsigned_fields = {
+      "end_seq", "next_seq", "counted_through", "replayed", "already", "skipped", "failed"};
+  const std::vector<std::string> signed_fields = {"started_ms", "updated_ms"};
+  auto refused = [&](const std::string& field, const nlohmann::json& value) {
+    nlohmann::json j = good;
+    j[field] = value;
+    auto t = DecodeTask(j.dump());
+    INFO(j.dump());
+    REQUIRE_FALSE(t);
+    CHECK(t.error().message == "a task record with a missing or mistyped field");
+  };
+  for (const auto& field : unsigned_fields) {
+    refused(field, 1.44e127);
+    refused(field, 1.0);
+    refused(field, 2.5);
+    refused(field, -1);
+    refused(field, "7");
+    refused(field, nullptr);
+  }
+  for (const auto& field : signed_fields) {
+    refused(field, 1.44e127);
+    refused(field, -1e300);
+    refused(field, 1.0);
+    refused(field, std::numeric_limits<uint64_t>::max());
+  }
+  refused("v", 1.44e127);
+  refused("v", 1.0);
+  refused("v", uint64_t{1} << 32 | 1);  // an int holds none of it; cast, it read as 1
+  // The largest of each type is still a number, and an optional field may be absent.
+  nlohmann::json edge = good;
+  edge["end_seq"] = std::numeric_limits<uint64_t>::max();
+  edge["started_ms"] = std::numeric_limits<int64_t>::min();
+  edge.erase("counted_through");
+  auto t = DecodeTask(edge.dump());
+  REQUIRE(t);
+  CHECK(t->end_seq == std::numeric_limits<uint64_t>::max());
+  CHECK(t->started_ms == std::numeric_limits<int64_t>::min());
+  CHECK(t->counted_through == 0);
+  nlohmann::json no_end = good;
+  no_end.erase("end_seq");
+  CHECK_FALSE(DecodeTask(no_end.dump()));
 }
 
 TEST_CASE("task: names are one KV key of plain characters", "[dlq][task]") {

@@ -4,10 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <string>
 
 #include "common/js_error.h"
 #include "platformctl/nats_admin.h"
 #include "platformctl/nats_dlq.h"
+#include "platformctl/nats_dlq_get.h"
 
 using platformctl::nats_admin::Patience;
 using std::chrono::milliseconds;
@@ -55,6 +57,13 @@ TEST_CASE("JetStream answers: errors by kind, times", "[dlq]") {
   CHECK(na->code == 10008);
   CHECK(nf->code == 10037);
   CHECK(ApiError(R"({"error":{"code":500,"description":"odd"}})", "w")->code == 0);
+  // An error number an int cannot hold is none: cast, 2^32 + 10057 read as 10057 (a message
+  // delete refused), a float is not read at all.
+  auto wide = ApiError(R"({"error":{"code":400,"err_code":4294977353,"description":"x"}})", "w");
+  REQUIRE(wide);
+  CHECK(wide->code == 0);
+  CHECK(ApiError(R"({"error":{"code":1.44e127,"err_code":1e300,"description":"x"}})", "w")->code ==
+        0);
 
   using platformctl::nats_admin::ParseJsTime;
   CHECK(ParseJsTime("1970-01-01T00:00:01Z") == 1'000'000'000);
@@ -182,6 +191,42 @@ TEST_CASE("peer removal: done only when the peer is no longer a replica, whateve
   CHECK(JudgePeerRemoval("WEB_DLQ", "nats-3", *replaced, "success").ok());
 }
 
+TEST_CASE("erase: a retry refused as gone is erased only when the stream no longer holds it",
+          "[dlq]") {
+  // A redrive task's erase whose answer a DLQ leader change lost: the retry is refused because
+  // the first send erased the message (nats-server answers 10057 "no message found" below the
+  // stream's first sequence, 10043 "sequence not found" inside it).
+  using platformctl::nats_dlq::JudgeRefusedErase;
+  using platformctl::nats_dlq::RefusedErase;
+  auto refusal = [](common::ErrorKind kind, int code) {
+    common::Error e{kind, "erase WEB_DLQ #7: refused"};
+    e.code = code;
+    return e;
+  };
+  const auto gone =
+      refusal(common::ErrorKind::kPermanent, common::js_error::kStreamMsgDeleteFailed);
+  const auto not_found =
+      refusal(common::ErrorKind::kPermanent, common::js_error::kSequenceNotFound);
+  for (const auto& e : {gone, not_found}) {
+    // The first send's refusal stands: nothing of ours can have erased it.
+    CHECK(JudgeRefusedErase(1, e, std::nullopt) == RefusedErase::kStands);
+    CHECK(JudgeRefusedErase(1, e, false) == RefusedErase::kStands);
+    // A retry's: the stream is read, and says.
+    CHECK(JudgeRefusedErase(2, e, std::nullopt) == RefusedErase::kReadStream);
+    CHECK(JudgeRefusedErase(3, e, false) == RefusedErase::kErased);
+    CHECK(JudgeRefusedErase(2, e, true) == RefusedErase::kStands);
+  }
+  // Another refusal of a retry stands, whatever its text says.
+  auto full = refusal(common::ErrorKind::kPermanent, common::js_error::kStoreFailed);
+  full.message = "erase WEB_DLQ #7: no message found";
+  CHECK(JudgeRefusedErase(2, full, std::nullopt) == RefusedErase::kStands);
+  CHECK(JudgeRefusedErase(2, full, false) == RefusedErase::kStands);
+  // "Not found" on a retry was taken as erased before, without a read; still so.
+  const auto nf = refusal(common::ErrorKind::kNotFound, common::js_error::kNoMessageFound);
+  CHECK(JudgeRefusedErase(2, nf, std::nullopt) == RefusedErase::kErased);
+  CHECK(JudgeRefusedErase(1, nf, std::nullopt) == RefusedErase::kStands);
+}
+
 TEST_CASE("stored messages: header blocks and base64 as JetStream returns them", "[dlq]") {
   using platformctl::nats_dlq::DecodeBase64;
   using platformctl::nats_dlq::ParseHeaderBlock;
@@ -195,4 +240,26 @@ TEST_CASE("stored messages: header blocks and base64 as JetStream returns them",
   CHECK(DecodeBase64("") == std::string());
   CHECK_FALSE(DecodeBase64("Y*=="));
   CHECK_FALSE(DecodeBase64("Y"));
+
+  // A message get's answer: its sequence is read only as a whole number (a float is undefined
+  // behaviour to convert, a string threw out of platformctl).
+  using platformctl::nats_dlq::detail::ParseGet;
+  auto got = ParseGet(R"({"message":{"subject":"dlq.web.s","seq":41,"data":"YQ=="}})", "g", true);
+  REQUIRE(got);
+  REQUIRE(got->has_value());
+  CHECK((*got)->seq == 41);
+  CHECK((*got)->subject == "dlq.web.s");
+  CHECK((*got)->data == "a");
+  for (const char* seq : {"1.44e127", "41.0", "-41", "\"41\"", "null"}) {
+    INFO(seq);
+    auto bad = ParseGet(std::string(R"({"message":{"subject":"dlq.web.s","seq":)") + seq + "}}",
+                        "g", false);
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().message == "g: a message without a sequence");
+  }
+  // Another type where a text is expected is no text, not a throw.
+  auto odd = ParseGet(R"({"message":{"subject":7,"time":[],"seq":3}})", "g", false);
+  REQUIRE(odd);
+  CHECK((*odd)->subject.empty());
+  CHECK((*odd)->time_ns == 0);
 }

@@ -10,6 +10,7 @@
 #include "common/dead_letter.h"
 #include "platformctl/nats_admin.h"
 #include "tests/support/queue_judge.h"
+#include "tests/support/wait.h"
 
 namespace replayer_test {
 
@@ -82,28 +83,32 @@ platformctl::backlog::StreamReading Fixture::Read(const std::string& stream) {
   return *r;
 }
 
-bool Fixture::WaitDrained(int timeout_ms) {
+bool Fixture::WaitDrained(int stall_ms) {
   // Drained, and nothing left behind: these tests expect the stream empty (a supported server
   // removes what was acked), so a message left is a failure here (tests/support/queue_judge.h).
-  bool drained = testsupport::WaitFor(
+  // Progress is what the work queue removed (an ack removes one): what it ever stored less what
+  // it holds, which publishes meanwhile do not move.
+  platformctl::backlog::StreamReading r;
+  const std::string why = testsupport::WaitProgressing(
       [&] {
-        auto r = Read("WEB_EVENTS");
+        r = Read("WEB_EVENTS");
         return testsupport::judge::Drained(r) && testsupport::judge::LeftBehind(r) == 0;
       },
-      timeout_ms);
+      [&] { return static_cast<int64_t>(r.last_seq - std::min(r.messages, r.last_seq)); },
+      "WEB_EVENTS drained with nothing left behind", stall_ms, kDrainCapMs);
+  const bool drained = why.empty();
   if (!drained) {
-    WARN("not drained with nothing left behind: "
-         << testsupport::judge::Describe(Read("WEB_EVENTS")) << "\nreplayer metrics:\n"
-         << Capture("curl -s --max-time 2 http://127.0.0.1:" + std::to_string(metrics_port) +
-                    "/metrics | grep -v '^#' | grep -v _bucket")
-         << "\nreplayer log (no per-send or per-check lines):\n"
-         << Capture("grep -v 'moved to the dlq\\|health check of\\| debug ' " + log_path +
-                    " | tail -n 40")
-         << "\nthe last health checks:\n"
-         << Capture("grep 'health check of' " + log_path + " | tail -n 12")
-         << "\nUmami asked directly, now (not through the replayer):\n"
-         << DirectUmamiCheck() << "\nUmami's log:\n"
-         << Capture("tail -n 30 " + stack.dir() + "/umami-*.log"));
+    WARN(why << ": " << testsupport::judge::Describe(Read("WEB_EVENTS")) << "\nreplayer metrics:\n"
+             << Capture("curl -s --max-time 2 http://127.0.0.1:" + std::to_string(metrics_port) +
+                        "/metrics | grep -v '^#' | grep -v _bucket")
+             << "\nreplayer log (no per-send or per-check lines):\n"
+             << Capture("grep -v 'moved to the dlq\\|health check of\\| debug ' " + log_path +
+                        " | tail -n 40")
+             << "\nthe last health checks:\n"
+             << Capture("grep 'health check of' " + log_path + " | tail -n 12")
+             << "\nUmami asked directly, now (not through the replayer):\n"
+             << DirectUmamiCheck() << "\nUmami's log:\n"
+             << Capture("tail -n 30 " + stack.dir() + "/umami-*.log"));
   }
   return drained;
 }
