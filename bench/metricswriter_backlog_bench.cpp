@@ -32,6 +32,7 @@
 #include "metricswriter/proto/otlp_metrics.pb.h"
 #include "platformctl/nats_admin.h"
 #include "tests/support/metrics_scrape.h"
+#include "tests/support/nats_cluster.h"
 #include "tests/support/queue_judge.h"
 #include "tests/support/test_stack.h"
 
@@ -116,12 +117,7 @@ int main(int argc, char** argv) {
   const bool json = attrs >= 0;
   common::NatsLibraryGuard guard;
   testsupport::TestStack stack({"nats", "pg"});
-  testsupport::Run("NATS_URL=" + stack.Env("NATS_URL") + " " + testsupport::BinaryDir() +
-                   "/platformctl/platformctl init >/dev/null");
-  common::CommonConfig cc;
-  cc.nats_urls = {stack.Env("NATS_URL")};
-  auto nats = common::NatsClient::Connect(cc, {});
-  if (!nats.ok()) return 1;
+  auto nats = testsupport::InitAndConnect(stack);
 
   // The backlog, queued while no writer runs.
   const int64_t now = common::NowUnixNs();
@@ -135,7 +131,7 @@ int main(int argc, char** argv) {
     m.msg_id = "backlog-" + std::to_string(i);
     m.headers.emplace_back("Content-Type", json ? "application/json" : "application/x-protobuf");
     bytes += m.data.size();
-    auto ack = common::PublishSync(**nats, m);
+    auto ack = common::PublishSync(*nats, m);
     if (!ack.ok()) {
       std::fprintf(stderr, "publish: %s\n", ack.error().message.c_str());
       return 1;
@@ -200,7 +196,7 @@ int main(int argc, char** argv) {
   std::string queue = "no reading";
   const bool drained = testsupport::WaitFor(
       [&] {
-        auto r = platformctl::nats_admin::ReadStream(**nats, "API_METRICS");
+        auto r = platformctl::nats_admin::ReadStream(*nats, "API_METRICS");
         if (!r) return false;
         queue = testsupport::judge::Describe(*r);
         return testsupport::judge::Drained(*r) && testsupport::judge::LeftBehind(*r) == 0;

@@ -42,6 +42,7 @@
 #include "metricswriter/otlp_proto.h"
 #include "metricswriter/proto/otlp_metrics.pb.h"
 #include "platformctl/nats_admin.h"
+#include "tests/support/nats_cluster.h"
 #include "tests/support/queue_judge.h"
 #include "tests/support/test_stack.h"
 
@@ -413,13 +414,9 @@ int main(int argc, char** argv) {
   }
   common::NatsLibraryGuard guard;
   testsupport::TestStack stack({"nats", "pg"});
-  testsupport::Run("NATS_URL=" + stack.Env("NATS_URL") + " " + testsupport::BinaryDir() +
-                   "/platformctl/platformctl init >/dev/null");
-  common::CommonConfig cc;
-  cc.nats_urls = {stack.Env("NATS_URL")};
-  auto nats = common::NatsClient::Connect(cc, {});
+  auto nats = testsupport::InitAndConnect(stack);
   auto pg = common::pg::PgConn::Connect(stack.Env("DATABASE_URL"), {});
-  if (!nats.ok() || !pg.ok()) return 1;
+  if (!pg.ok()) return 1;
   std::printf("metricswriter bench: %d batches x %d points\n", batches, points);
   for (size_t w = 0; w < writers.size(); ++w)
     std::printf("  writer %zu: %s\n", w, writers[w].c_str());
@@ -427,8 +424,8 @@ int main(int argc, char** argv) {
   for (bool proto : {false, true}) {
     for (size_t w = 0; w < writers.size(); ++w) {
       const std::string tag = std::string(proto ? "pb" : "json") + "-w" + std::to_string(w);
-      Publish(**nats, batches, points, proto, tag);
-      Run r = Drain(stack, **nats, **pg, writers[w], stack.base_port() + 5 + static_cast<int>(w),
+      Publish(*nats, batches, points, proto, tag);
+      Run r = Drain(stack, *nats, **pg, writers[w], stack.base_port() + 5 + static_cast<int>(w),
                     batches, stack.dir() + "/mw-" + tag + ".log");
       // Every load starts on an empty points table (the day partition and the series stay).
       (void)(*pg)->Exec("TRUNCATE metrics.batches, metrics.number_points");

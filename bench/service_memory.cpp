@@ -39,6 +39,7 @@
 #include "common/nats_stream.h"
 #include "common/timefmt.h"
 #include "tests/support/metrics_scrape.h"
+#include "tests/support/nats_cluster.h"
 #include "tests/support/silent_listener.h"
 #include "tests/support/test_stack.h"
 #include "tests/support/web_events.h"
@@ -119,12 +120,7 @@ int64_t g_points = 0;  // run-wide point number: unique timestamps and distinct 
 
 bool RunMetricswriter(double overhead, std::vector<Row>* rows) {
   testsupport::TestStack stack({"nats", "pg"});
-  testsupport::Run("NATS_URL=" + stack.Env("NATS_URL") + " " + testsupport::BinaryDir() +
-                   "/platformctl/platformctl init >/dev/null");
-  common::CommonConfig cc;
-  cc.nats_urls = {stack.Env("NATS_URL")};
-  auto nats = common::NatsClient::Connect(cc, {});
-  if (!nats.ok()) return false;
+  auto nats = testsupport::InitAndConnect(stack);
   const int port = stack.base_port() + 5;
   const std::vector<std::string> argv = {testsupport::BinaryDir() + "/metricswriter/metricswriter"};
   auto env = [&](const std::string& budget) {
@@ -185,7 +181,7 @@ bool RunMetricswriter(double overhead, std::vector<Row>* rows) {
         m.headers.emplace_back("Content-Type",
                                s.json ? "application/json" : "application/x-protobuf");
         bytes += m.data.size();
-        if (auto ack = common::PublishSync(**nats, m); !ack.ok()) {
+        if (auto ack = common::PublishSync(*nats, m); !ack.ok()) {
           std::fprintf(stderr, "publish: %s\n", ack.error().message.c_str());
           return false;
         }
@@ -244,12 +240,7 @@ bool RunReplayer(double overhead, std::vector<Row>* rows) {
   for (const auto& s : shapes) {
     for (const std::string budget : {"16MiB", "64MiB", "256MiB"}) {
       testsupport::TestStack stack({"nats"});
-      testsupport::Run("NATS_URL=" + stack.Env("NATS_URL") + " " + testsupport::BinaryDir() +
-                       "/platformctl/platformctl init >/dev/null");
-      common::CommonConfig cc;
-      cc.nats_urls = {stack.Env("NATS_URL")};
-      auto nats = common::NatsClient::Connect(cc, {});
-      if (!nats.ok()) return false;
+      auto nats = testsupport::InitAndConnect(stack);
       const int port = stack.base_port() + 5, sink_port = stack.base_port() + 6;
       testsupport::ChildProcess sink({sink_bin, "--port", std::to_string(sink_port)}, {},
                                      stack.dir() + "/sink.log");
@@ -280,7 +271,7 @@ bool RunReplayer(double overhead, std::vector<Row>* rows) {
         e.data_json = data;
         const auto m = testsupport::EventMessage(e);
         bytes += m.data.size();
-        if (auto ack = common::PublishSync(**nats, m); !ack.ok()) {
+        if (auto ack = common::PublishSync(*nats, m); !ack.ok()) {
           std::fprintf(stderr, "publish: %s\n", ack.error().message.c_str());
           return false;
         }

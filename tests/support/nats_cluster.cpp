@@ -89,6 +89,14 @@ std::unique_ptr<common::NatsClient> ConnectNats(const TestStack& stack) {
   return std::move(*client);
 }
 
+std::unique_ptr<common::NatsClient> InitAndConnect(const TestStack& stack) {
+  if (Run("NATS_URL=" + stack.Env("NATS_URL") + " " + BinaryDir() +
+          "/platformctl/platformctl init >/dev/null") != 0) {
+    throw std::runtime_error("platformctl init failed");
+  }
+  return ConnectNats(stack);
+}
+
 common::Status AddRawStream(common::NatsClient& client, const RawStream& spec) {
   jsStreamConfig cfg;
   jsStreamConfig_Init(&cfg);

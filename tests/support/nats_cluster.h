@@ -21,6 +21,9 @@ namespace testsupport {
 
 // A client of the stack's NATS (every node's URL); throws when it cannot connect.
 std::unique_ptr<common::NatsClient> ConnectNats(const TestStack& stack);
+// `platformctl init` against the stack's NATS (the streams and buckets the services expect), then
+// ConnectNats; throws when either fails.
+std::unique_ptr<common::NatsClient> InitAndConnect(const TestStack& stack);
 
 // Plays the readers of a crash loop (common/crash_guard.h): takes `deliveries` deliveries of
 // the `messages` messages the consumer `spec` holds, acking none (each comes back after the ack
