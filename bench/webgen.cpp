@@ -14,12 +14,12 @@
 #include <mutex>
 #include <thread>
 
-#include "common/config.h"
 #include "common/nats_async.h"
 #include "common/nats_client.h"
 #include "common/nats_stream.h"
 #include "common/topology.h"
 #include "platformctl/nats_admin.h"
+#include "tests/support/nats_cluster.h"
 #include "tests/support/queue_judge.h"
 #include "tests/support/web_events.h"
 
@@ -42,10 +42,7 @@ int main(int argc, char** argv) {
   app.add_option("--wait-empty", wait_empty,
                  "then wait up to this many seconds for the stream drained and empty");
   CLI11_PARSE(app, argc, argv);
-  auto reader = common::ConfigReader::FromProcess();
-  auto common = common::ReadCommonConfig(reader, "127.0.0.1:0");
-  reader.Finish();
-  auto client = common::NatsClient::Connect(common, {});
+  auto client = testsupport::ConnectFromEnvironment();
   if (!client) {
     std::cerr << client.error().message << "\n";
     return 3;

@@ -30,10 +30,10 @@
 #include <thread>
 #include <vector>
 
-#include "common/config.h"
 #include "common/nats_client.h"
 #include "platformctl/nats_admin.h"
 #include "tests/support/ledger.h"
+#include "tests/support/nats_cluster.h"
 #include "tests/support/queue_judge.h"
 
 namespace {
@@ -151,10 +151,7 @@ int main(int argc, char** argv) {
   tally->add_flag("--numbers", tally_numbers, "numbers instead of the figure's lines");
   CLI11_PARSE(app, argc, argv);
 
-  auto reader = common::ConfigReader::FromProcess();
-  auto common = common::ReadCommonConfig(reader, "127.0.0.1:0");
-  reader.Finish();
-  auto client = common::NatsClient::Connect(common, {});
+  auto client = testsupport::ConnectFromEnvironment();
   if (!client) {
     std::cerr << "container_judge: " << client.error().message << "\n";
     return kUnreadable;

@@ -16,7 +16,6 @@
 #include <iostream>
 #include <thread>
 
-#include "common/config.h"
 #include "common/nats_client.h"
 #include "tests/metricswriter/harness.h"
 #include "tests/support/nats_cluster.h"
@@ -44,10 +43,7 @@ int main(int argc, char** argv) {
   app.add_option("--points", points, "points per batch")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
-  auto reader = common::ConfigReader::FromProcess();
-  auto common = common::ReadCommonConfig(reader, "127.0.0.1:0");
-  reader.Finish();
-  auto client = common::NatsClient::Connect(common, {});
+  auto client = testsupport::ConnectFromEnvironment();
   if (!client) {
     std::cerr << "container_load: " << client.error().message << "\n";
     return 3;

@@ -11,6 +11,7 @@
 
 #include <iostream>
 
+#include "common/config.h"
 #include "common/crash_guard.h"
 #include "common/nats_kv.h"
 #include "common/nats_status.h"
@@ -87,6 +88,13 @@ std::unique_ptr<common::NatsClient> ConnectNats(const TestStack& stack) {
   auto client = common::NatsClient::Connect(c, {});
   if (!client) throw std::runtime_error("connect to NATS: " + client.error().message);
   return std::move(*client);
+}
+
+common::Result<std::unique_ptr<common::NatsClient>> ConnectFromEnvironment() {
+  auto reader = common::ConfigReader::FromProcess();
+  auto config = common::ReadCommonConfig(reader, "127.0.0.1:0");
+  reader.Finish();
+  return common::NatsClient::Connect(config, {});
 }
 
 std::unique_ptr<common::NatsClient> InitAndConnect(const TestStack& stack) {

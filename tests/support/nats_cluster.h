@@ -21,6 +21,10 @@ namespace testsupport {
 
 // A client of the stack's NATS (every node's URL); throws when it cannot connect.
 std::unique_ptr<common::NatsClient> ConnectNats(const TestStack& stack);
+// A client configured from this process's environment as the services read it (NATS_URL, the
+// TLS and credential variables: common::ReadCommonConfig), for the tools and benchmarks that
+// run against a stack someone else started. A bad setting throws common::ConfigError.
+common::Result<std::unique_ptr<common::NatsClient>> ConnectFromEnvironment();
 // `platformctl init` against the stack's NATS (the streams and buckets the services expect), then
 // ConnectNats; throws when either fails.
 std::unique_ptr<common::NatsClient> InitAndConnect(const TestStack& stack);
