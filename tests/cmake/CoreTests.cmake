@@ -14,6 +14,8 @@
 #                                                                           sends need the CPU
 #   cluster       cluster (+umami)       2      cluster    no               three NATS nodes,
 #                                                                           waits on faults
+#   cluster_each  cluster                2      cluster    yes              erasure: what each
+#                                                                           version keeps
 #   partition     partition;umami        2      partition  no               namespaces with fixed
 #                                                                           names: one at a time
 #
@@ -66,6 +68,12 @@ macro(_core_kind kind)
   elseif("${kind}" STREQUAL "cluster")
     set(_labels cluster)
     set(_props PROCESSORS 2 RESOURCE_LOCK cluster TIMEOUT 600 COST 900)
+  elseif("${kind}" STREQUAL "cluster_each")
+    # A cluster test whose judgement depends on the server's own behaviour (erasure: what each
+    # version leaves in its raft logs): on each nats-server, one cluster at a time.
+    set(_labels cluster)
+    set(_props PROCESSORS 2 RESOURCE_LOCK cluster TIMEOUT 600 COST 900)
+    set(_per_nats TRUE)
   elseif("${kind}" STREQUAL "cluster_umami")
     set(_labels cluster umami)
     set(_props PROCESSORS 2 RESOURCE_LOCK cluster TIMEOUT 600 COST 900)
@@ -86,14 +94,19 @@ function(_core_servers out per_nats)
   endif()
 endfunction()
 
-# core_discover_tests(TARGET KIND kind): the Catch test cases of TARGET, as KIND says.
+# core_discover_tests(TARGET KIND kind [TEST_SPEC spec]): the Catch test cases of TARGET (those
+# TEST_SPEC selects, e.g. "[erasure]" or "~[erasure]"), as KIND says.
 function(core_discover_tests target)
-  cmake_parse_arguments(A "" "KIND" "" ${ARGN})
+  cmake_parse_arguments(A "" "KIND;TEST_SPEC" "" ${ARGN})
   _core_kind(${A_KIND})
   _core_servers(servers ${_per_nats})
   foreach(server IN LISTS servers)
     set(suffix "")
     set(list_var ${target}_TESTS)
+    if(A_TEST_SPEC)
+      string(MAKE_C_IDENTIFIER "${A_TEST_SPEC}" spec_id)
+      set(list_var ${target}${spec_id}_TESTS)
+    endif()
     set(labels ${_labels})
     set(props ${_props})
     # Catch names its generated files by a hash of EXTRA_ARGS only: --name (the run's name in
@@ -103,12 +116,16 @@ function(core_discover_tests target)
       string(REGEX REPLACE "=.*" "" name "${server}")
       string(REGEX REPLACE "^[^=]*=" "" bin "${server}")
       set(suffix " @${name}")
-      set(list_var ${target}_${name}_TESTS)
+      string(REPLACE "_TESTS" "_${name}_TESTS" list_var "${list_var}")
       list(APPEND labels nats-${name})
       list(APPEND props ENVIRONMENT NATS_SERVER_BIN=${bin})
       list(APPEND extra --name ${target}@${name})
     endif()
-    catch_discover_tests(${target} EXTRA_ARGS ${extra} TEST_SUFFIX "${suffix}"
+    set(spec "")
+    if(A_TEST_SPEC)
+      set(spec TEST_SPEC "${A_TEST_SPEC}")
+    endif()
+    catch_discover_tests(${target} ${spec} EXTRA_ARGS ${extra} TEST_SUFFIX "${suffix}"
       TEST_LIST ${list_var} PROPERTIES ${props})
     # Labels by a file CTest includes after Catch's: catch_discover_tests would flatten a list
     # value ("cluster;umami") into two words.
