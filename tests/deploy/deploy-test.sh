@@ -5,7 +5,9 @@
 #   deploy-test.sh render   renders the roles with ansible-playbook for a local inventory
 #                           (connection local, into DEPLOY_RENDER_DIR): every host of the test
 #                           inventory (the production form: sync_interval always), plus nats-1
-#                           again with the switch nats_jetstream_sync_always off.
+#                           again with the switch nats_jetstream_sync_always off, and core-1's
+#                           compose file and mon-1's scrape config with core_dlq_reasons_exporter
+#                           off.
 #                           The CTest fixture the two others use.
 #   deploy-test.sh check    ansible-lint, --syntax-check, and the rendered files checked with
 #                           docker-compose config, nats-server -t, promtool check config/rules,
@@ -279,6 +281,11 @@ render() {
     --tags nats_config ||
     die "rendering nats-1 with nats_jetstream_sync_always=false failed"
   pass "nats-1 rendered again with nats_jetstream_sync_always=false"
+  # The core node's compose file and the scrape config with the DLQ reasons exporter off.
+  playbook -e render="$RD/render-nodlq" -e core_dlq_reasons_exporter=false --limit core-1,mon-1 \
+    --tags core_compose,monitoring_prometheus ||
+    die "rendering core-1 and mon-1 with core_dlq_reasons_exporter=false failed"
+  pass "core-1 and mon-1 rendered again with core_dlq_reasons_exporter=false"
   echo "$stamp" >"$RD/stamp"
 }
 

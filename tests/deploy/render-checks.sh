@@ -232,6 +232,20 @@ prometheus_checks() {
              MetricsWriterNotConsuming DLQNotEmpty DLQPublishFailing StreamNearlyFull \
              UmamiHeartbeatFailing; do
       grep -q \"alert: \$a\$\" '$p/core-alerts.yml' || { echo \"missing \$a\"; exit 1; }; done"
+  # core_dlq_reasons_exporter off: neither the service nor its scrape job, the rest as it was.
+  local off="$RD/render-nodlq"
+  check "core_dlq_reasons_exporter=false: no dlq-exporter service, no jetstream_dlq job" python3 - \
+    "$off/core-1/core/docker-compose.yml" "$R/core-1/core/docker-compose.yml" \
+    "$off/mon-1/prometheus/prometheus.yml" <<'EOF'
+import sys, yaml
+off, on = (set(yaml.safe_load(open(f))["services"]) for f in sys.argv[1:3])
+jobs = [j["job_name"] for j in yaml.safe_load(open(sys.argv[3]))["scrape_configs"]]
+print(f"services off: {sorted(off)}; jobs off: {jobs}")
+sys.exit(0 if on - off == {"dlq-exporter"} and off < on
+         and jobs == ["replayer", "metricswriter", "jetstream"] else 1)
+EOF
+  check "promtool check config with core_dlq_reasons_exporter=false" \
+    promtool check config "$off/mon-1/prometheus/prometheus.yml"
   cp "$here/alerts_test.yml" "$p/alerts_test.yml"
   check "promtool test rules: each alert fires on its series and stays quiet on healthy ones" \
     promtool test rules "$p/alerts_test.yml"
