@@ -95,6 +95,9 @@ class TestStack {
   stack::NatsNode& nats(int node);
   stack::PgServer& pg();
   stack::UmamiServer& umami(int index);
+  const stack::NatsNode& nats(int node) const;
+  const stack::PgServer& pg() const;
+  const stack::UmamiServer& umami(int index) const;
   int umami_processes() const { return static_cast<int>(umami_.size()); }
 
  private:

@@ -78,8 +78,7 @@ void NatsNode::WaitReady(int timeout_ms) {
   bool ports = client_port_ != 0 && monitor_port_ != 0;
   while (Clock::now() < deadline) {
     if (!process_.Running()) {
-      Fail(spec_.name + " exited during startup (status " + std::to_string(process_.status()) +
-               ")",
+      Fail(spec_.name + " exited during startup (status " + std::to_string(process_.status()) + ")",
            process_);
     }
     if (!ports) ports = ReadPortsFile();
@@ -121,7 +120,8 @@ std::string ClusterNodeBody(int j, const std::string& store, const std::string& 
          "\"\n"
          "  max_memory_store: 1GB\n"
          "  max_file_store: 20GB\n"
-         "  # As in production (ansible/roles/nats): every write synced before it is acknowledged.\n"
+         "  # As in production (ansible/roles/nats): every write synced before it is "
+         "acknowledged.\n"
          "  sync_interval: always\n"
          "}\n"
          "cluster {\n"
@@ -176,10 +176,9 @@ void MakeRouteTls(const std::string& dir, const std::vector<std::string>& ips) {
   fs::create_directories(dir);
   std::string san;
   for (const auto& ip : ips) san += (san.empty() ? "IP:" : ",IP:") + ip;
-  std::ofstream(dir + "/node.ext") << "subjectAltName=" << san
-                                   << "\nextendedKeyUsage=serverAuth,clientAuth\n";
-  const std::vector<std::string> ec = {"-newkey", "ec", "-pkeyopt",
-                                        "ec_paramgen_curve:prime256v1"};
+  std::ofstream(dir + "/node.ext")
+      << "subjectAltName=" << san << "\nextendedKeyUsage=serverAuth,clientAuth\n";
+  const std::vector<std::string> ec = {"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"};
   std::vector<std::vector<std::string>> steps = {
       {"openssl", "req", "-x509", "-new", "-nodes"},
       {"openssl", "req", "-new", "-nodes"},
@@ -205,9 +204,8 @@ void MakeRouteTls(const std::string& dir, const std::vector<std::string>& ips) {
   fs::rename(dir + "/node.pem.tmp", dir + "/node.pem");
 }
 
-std::vector<std::unique_ptr<NatsNode>> MakeNatsNodes(const std::string& dir,
-                                                     const std::string& bin, int nodes,
-                                                     const std::string& tag) {
+std::vector<std::unique_ptr<NatsNode>> MakeNatsNodes(const std::string& dir, const std::string& bin,
+                                                     int nodes, const std::string& tag) {
   std::vector<std::unique_ptr<NatsNode>> out;
   if (nodes == 1) {
     out.push_back(std::make_unique<NatsNode>(

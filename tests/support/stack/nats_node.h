@@ -47,8 +47,8 @@ class NatsNode {
     Spawn();
     WaitReady();
   }
-  void Stop() { process_.Stop(); }  // SIGTERM, up to 15 s, then SIGKILL
-  void Kill() { process_.Kill(); }  // SIGKILL
+  void Stop() { process_.Stop(); }    // SIGTERM, up to 15 s, then SIGKILL
+  void Kill() { process_.Kill(); }    // SIGKILL
   void Pause() { process_.Pause(); }  // SIGSTOP: the node hangs, its sockets stay open
   void Resume() { process_.Resume(); }
   bool Running() { return process_.Running(); }
@@ -92,9 +92,8 @@ void MakeRouteTls(const std::string& dir, const std::vector<std::string>& ips);
 
 // scripts/stack's NATS: one node "nats" (nodes == 1) or a cluster "nats-1".."nats-<nodes>"
 // named after `tag` (server name stack_<tag>, cluster name stack_<tag>), files in dir.
-std::vector<std::unique_ptr<NatsNode>> MakeNatsNodes(const std::string& dir,
-                                                     const std::string& bin, int nodes,
-                                                     const std::string& tag);
+std::vector<std::unique_ptr<NatsNode>> MakeNatsNodes(const std::string& dir, const std::string& bin,
+                                                     int nodes, const std::string& tag);
 
 // Spawns every node, then waits for each (a cluster elects its meta leader only when a quorum
 // runs).

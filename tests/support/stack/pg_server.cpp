@@ -53,8 +53,7 @@ PgServer::PgServer(const std::string& dir) : dir_(dir), bin_(PgBin()) {
   }
   // As root initdb and postgres run as user postgres, who may not reach the test's directory
   // (mkdtemp makes it 0700): then the data directory goes to a directory of our own.
-  bool reachable = run_as_.empty() ||
-                   Process::RunToEnd(AsPg({"test", "-x", dir_}), 10'000) == 0;
+  bool reachable = run_as_.empty() || Process::RunToEnd(AsPg({"test", "-x", dir_}), 10'000) == 0;
   std::string base = dir_;
   if (!reachable || dir_.size() + 30 > 107) {  // + "/sock/.s.PGSQL.NNNNN": a socket path's limit
     char tmpl[] = "/tmp/core-test-pg-XXXXXX";
@@ -71,9 +70,9 @@ PgServer::PgServer(const std::string& dir) : dir_(dir), bin_(PgBin()) {
     Chown(sock_, run_as_);
     Chown(data_, run_as_);
   }
-  const int rc = Process::RunToEnd(AsPg({bin_ + "/initdb", "-D", data_, "-U", "postgres", "-E",
-                                         "UTF8", "--locale=C", "--no-sync", "--auth-local=trust",
-                                         "--auth-host=trust"}));
+  const int rc = Process::RunToEnd(
+      AsPg({bin_ + "/initdb", "-D", data_, "-U", "postgres", "-E", "UTF8", "--locale=C",
+            "--no-sync", "--auth-local=trust", "--auth-host=trust"}));
   if (rc != 0) {
     throw std::runtime_error("initdb " + data_ + " failed (" + std::to_string(rc) + "), see " +
                              log_path() + ":\n" + ReadAll(log_path()));
@@ -127,8 +126,8 @@ bool PgServer::Spawn() {
     fs::remove(f, ec);
   }
   const auto log_start = fs::exists(log_path()) ? fs::file_size(log_path()) : 0;
-  process_.Start(AsPg({bin_ + "/postgres", "-D", data_, "-p", port, "-k", sock_, "-h",
-                       "127.0.0.1"}));
+  process_.Start(
+      AsPg({bin_ + "/postgres", "-D", data_, "-p", port, "-k", sock_, "-h", "127.0.0.1"}));
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   while (Clock::now() < deadline) {
     if (!process_.Running()) {

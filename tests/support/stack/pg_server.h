@@ -58,10 +58,10 @@ class PgServer {
   bool Spawn();  // false when the port was taken
 
   std::string dir_;
-  std::string bin_;       // /usr/lib/postgresql/15/bin
-  std::string private_;   // the /tmp directory of our own, "" when the data lives in dir_
+  std::string bin_;      // /usr/lib/postgresql/15/bin
+  std::string private_;  // the /tmp directory of our own, "" when the data lives in dir_
   std::string data_, sock_;
-  std::string run_as_;    // "postgres" as root, else ""
+  std::string run_as_;  // "postgres" as root, else ""
   int port_ = 0;
   bool started_once_ = false;
   Process process_;

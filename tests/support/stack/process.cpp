@@ -19,7 +19,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -67,6 +69,25 @@ Credentials LookUp(const std::string& user) {
 }
 
 int Decode(int st) { return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st); }
+
+// Whether a process of group `pgid` other than a zombie is left (/proc/<pid>/stat: "pid (comm)
+// state ppid pgrp ...").
+bool GroupAlive(pid_t pgid) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0, pgrp = 0;
+    std::istringstream rest(stat.substr(close + 1));
+    if (rest >> state >> ppid >> pgrp && pgrp == pgid && state != 'Z') return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -161,6 +182,13 @@ void Process::Kill() {
       throw std::runtime_error(spec_.argv[0] + " (pid " + std::to_string(pid_) +
                                ") survived SIGKILL");
     }
+  }
+  // The rest of the group (a postmaster's backends) too: a server started again at once must
+  // not find them holding its shared memory.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (GroupAlive(pid_) && std::chrono::steady_clock::now() < deadline) {
+    kill(-pid_, SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 

@@ -23,7 +23,7 @@
 namespace testsupport::stack {
 
 struct ProcessSpec {
-  std::vector<std::string> argv;  // argv[0]: a path, or a name looked up in PATH
+  std::vector<std::string> argv;           // argv[0]: a path, or a name looked up in PATH
   std::map<std::string, std::string> env;  // the child's whole environment
   std::string log_path;                    // appended to; created when missing
   std::string run_as;                      // a system user to run as (setuid), "" for ours

@@ -140,13 +140,13 @@ void UmamiServer::WaitReady(int timeout_ms) {
   // database, pool): paid here with a send for a website id that cannot exist (403, no row).
   const char* warmup = std::getenv("STACK_UMAMI_WARMUP");
   if (warmup != nullptr && std::string(warmup) != "1") return;
-  HttpPost(port_, "/api/send",
-           R"({"type":"event","payload":{"website":"00000000-0000-4000-8000-000000000000",)"
-           R"("hostname":"warmup.invalid","url":"/"}})",
-           {{"X-Forwarded-For", "203.0.113.1"},
-            {"User-Agent",
-             "Mozilla/5.0 (X11; Linux x86_64) stack-warmup Chrome/120 Safari/537.36"}},
-           30'000);
+  HttpPost(
+      port_, "/api/send",
+      R"({"type":"event","payload":{"website":"00000000-0000-4000-8000-000000000000",)"
+      R"("hostname":"warmup.invalid","url":"/"}})",
+      {{"X-Forwarded-For", "203.0.113.1"},
+       {"User-Agent", "Mozilla/5.0 (X11; Linux x86_64) stack-warmup Chrome/120 Safari/537.36"}},
+      30'000);
 }
 
 }  // namespace testsupport::stack
