@@ -1,6 +1,6 @@
 #include "tests/support/stack/nats_node.h"
 
-#include <sys/stat.h>
+#include <signal.h>
 
 #include <chrono>
 #include <filesystem>
@@ -26,7 +26,7 @@ int PortOf(const nlohmann::json& list) {
 
 }  // namespace
 
-NatsNode::NatsNode(NatsNodeSpec spec) : spec_(std::move(spec)) {}
+NatsNode::NatsNode(NatsNodeSpec spec) : ServerProcess(SIGTERM), spec_(std::move(spec)) {}
 
 void NatsNode::WriteConf() const {
   auto address = [](int port) {
@@ -90,16 +90,18 @@ void NatsNode::WaitReady(int timeout_ms) {
        process_);
 }
 
+namespace {
+
+// Both shapes' message size and JetStream block; `more` goes inside the block.
+std::string JetStream(const std::string& store, const std::string& more) {
+  return "max_payload: 8MB\njetstream {\n  store_dir: \"" + store +
+         "\"\n  max_memory_store: 1GB\n  max_file_store: 20GB\n" + more + "}\n";
+}
+
+}  // namespace
+
 std::string SingleNodeBody(const std::string& server_name, const std::string& store) {
-  return "server_name: \"" + server_name + "\"\n" +
-         "max_payload: 8MB\n"
-         "jetstream {\n"
-         "  store_dir: \"" +
-         store +
-         "\"\n"
-         "  max_memory_store: 1GB\n"
-         "  max_file_store: 20GB\n"
-         "}\n";
+  return "server_name: \"" + server_name + "\"\n" + JetStream(store, "");
 }
 
 std::string ClusterNodeBody(int j, const std::string& store, const std::string& cluster_name,
@@ -113,17 +115,10 @@ std::string ClusterNodeBody(int j, const std::string& store, const std::string& 
   const std::string n = std::to_string(route_ports.size());
   return "# node " + std::to_string(j) + " of a " + n + "-node cluster, as scripts/stack's\n" +
          "server_name: \"nats-" + std::to_string(j) + "\"\n" +
-         "max_payload: 8MB\n"
-         "jetstream {\n"
-         "  store_dir: \"" +
-         store +
-         "\"\n"
-         "  max_memory_store: 1GB\n"
-         "  max_file_store: 20GB\n"
-         "  # As in production (ansible/roles/nats): every write synced before it is "
-         "acknowledged.\n"
-         "  sync_interval: always\n"
-         "}\n"
+         JetStream(store,
+                   "  # As in production (ansible/roles/nats): every write synced before it is "
+                   "acknowledged.\n"
+                   "  sync_interval: always\n") +
          "cluster {\n"
          "  name: \"" +
          cluster_name + "\"\n  listen: \"127.0.0.1:" + std::to_string(route_ports.at(j - 1)) +

@@ -30,7 +30,7 @@ struct NatsNodeSpec {
   std::string body;  // everything after listen/http/ports_file_dir: jetstream, cluster, accounts
 };
 
-class NatsNode {
+class NatsNode : public ServerProcess {  // stopped by SIGTERM
  public:
   explicit NatsNode(NatsNodeSpec spec);
   ~NatsNode() = default;  // the Process stops the server
@@ -47,14 +47,7 @@ class NatsNode {
     Spawn();
     WaitReady();
   }
-  void Stop() { process_.Stop(); }    // SIGTERM, up to 15 s, then SIGKILL
-  void Kill() { process_.Kill(); }    // SIGKILL
-  void Pause() { process_.Pause(); }  // SIGSTOP: the node hangs, its sockets stay open
-  void Resume() { process_.Resume(); }
-  bool Running() { return process_.Running(); }
-  void Release() { process_.Release(); }
 
-  pid_t pid() const { return process_.pid(); }
   const std::string& name() const { return spec_.name; }
   int client_port() const { return client_port_; }
   int monitor_port() const { return monitor_port_; }
@@ -63,14 +56,12 @@ class NatsNode {
   std::string conf_path() const { return spec_.dir + "/" + spec_.name + ".conf"; }
   std::string log_path() const { return spec_.dir + "/" + spec_.name + ".log"; }
   std::string store_dir() const { return spec_.dir + "/" + spec_.name; }
-  Process& process() { return process_; }
 
  private:
   void WriteConf() const;
   bool ReadPortsFile();
 
   NatsNodeSpec spec_;
-  Process process_;
   int client_port_ = 0;  // 0 until the first start has learned it
   int monitor_port_ = 0;
 };

@@ -44,7 +44,7 @@ std::string ReadAll(const std::string& path) {
 
 }  // namespace
 
-PgServer::PgServer(const std::string& dir) : dir_(dir), bin_(PgBin()) {
+PgServer::PgServer(const std::string& dir) : ServerProcess(SIGINT), dir_(dir), bin_(PgBin()) {
   if (geteuid() == 0) {
     run_as_ = "postgres";
     if (getpwnam("postgres") == nullptr) {
@@ -166,10 +166,6 @@ void PgServer::Start() {
     }
   }
 }
-
-void PgServer::Stop() { process_.Stop(SIGINT, 15'000); }
-
-void PgServer::Kill() { process_.Kill(); }
 
 int PgServer::Psql(const std::string& db, const std::vector<std::string>& args,
                    const std::string& log) const {

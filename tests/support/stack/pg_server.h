@@ -20,7 +20,7 @@
 
 namespace testsupport::stack {
 
-class PgServer {
+class PgServer : public ServerProcess {  // Stop: fast shutdown (SIGINT)
  public:
   // Makes the cluster (initdb) in the place described above; does not start it. Throws.
   explicit PgServer(const std::string& dir);
@@ -31,14 +31,7 @@ class PgServer {
   // Starts postgres unless it runs and waits until it accepts connections (pg_isready); the
   // first start also creates the databases. Throws with the log tail.
   void Start();
-  void Stop();  // fast shutdown (SIGINT), up to 15 s, then SIGKILL to the group
-  void Kill();  // SIGKILL to the postmaster and its backends
-  void Pause() { process_.Pause(); }
-  void Resume() { process_.Resume(); }
-  bool Running() { return process_.Running(); }
-  void Release() { process_.Release(); }
 
-  pid_t pid() const { return process_.pid(); }  // the postmaster
   int port() const { return port_; }
   // postgresql://postgres@127.0.0.1:<port>/<db>
   std::string Url(const std::string& db) const;
@@ -64,7 +57,6 @@ class PgServer {
   std::string run_as_;  // "postgres" as root, else ""
   int port_ = 0;
   bool started_once_ = false;
-  Process process_;
 };
 
 }  // namespace testsupport::stack

@@ -74,6 +74,30 @@ class Process {
   int status_ = -1;
 };
 
+// What every server handle (NatsNode, PgServer, UmamiServer) does with its one process: stop it
+// with its own stop signal (then SIGKILL after 15 s), kill, pause and resume its group, or
+// leave it running (KEEP_TEST_STACK). Same thread rules as Process.
+class ServerProcess {
+ public:
+  void Stop() { process_.Stop(stop_signal_, 15'000); }
+  void Kill() { process_.Kill(); }      // SIGKILL to the group
+  void Pause() { process_.Pause(); }    // SIGSTOP: hangs, its sockets stay open
+  void Resume() { process_.Resume(); }  // SIGCONT
+  bool Running() { return process_.Running(); }
+  void Release() { process_.Release(); }
+  pid_t pid() const { return process_.pid(); }
+  Process& process() { return process_; }
+
+ protected:
+  explicit ServerProcess(int stop_signal) : stop_signal_(stop_signal) {}
+  ~ServerProcess() = default;
+
+  Process process_;
+
+ private:
+  int stop_signal_;
+};
+
 // This process's environment as a map (to copy into a ProcessSpec).
 std::map<std::string, std::string> InheritedEnv();
 // Whether KEEP_TEST_STACK asks to leave a test's servers running.

@@ -1,5 +1,7 @@
 #include "tests/support/stack/umami_server.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -63,7 +65,8 @@ void ApplyUmamiMigrations(const PgServer& pg, const std::string& umami_home,
 
 UmamiServer::UmamiServer(int index, std::string dir, std::string umami_home,
                          std::string database_url, std::string app_secret)
-    : index_(index),
+    : ServerProcess(SIGTERM),
+      index_(index),
       dir_(std::move(dir)),
       home_(std::move(umami_home)),
       database_url_(std::move(database_url)),

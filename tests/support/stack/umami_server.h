@@ -31,7 +31,7 @@ std::string UmamiHome(const std::string& source_dir);
 void ApplyUmamiMigrations(const PgServer& pg, const std::string& umami_home,
                           const std::string& dir);
 
-class UmamiServer {
+class UmamiServer : public ServerProcess {  // stopped by SIGTERM
  public:
   // Process i (1-based) of the stack in dir; app_secret is shared by the stack's processes.
   UmamiServer(int index, std::string dir, std::string umami_home, std::string database_url,
@@ -48,14 +48,7 @@ class UmamiServer {
     Spawn();
     WaitReady();
   }
-  void Stop() { process_.Stop(); }  // SIGTERM, up to 15 s, then SIGKILL
-  void Kill() { process_.Kill(); }
-  void Pause() { process_.Pause(); }
-  void Resume() { process_.Resume(); }
-  bool Running() { return process_.Running(); }
-  void Release() { process_.Release(); }
 
-  pid_t pid() const { return process_.pid(); }
   int port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   std::string log_path() const { return dir_ + "/umami-" + std::to_string(index_) + ".log"; }
@@ -65,7 +58,6 @@ class UmamiServer {
   std::string dir_, home_, database_url_, app_secret_;
   int port_ = 0;
   bool started_once_ = false;
-  Process process_;
 };
 
 }  // namespace testsupport::stack
