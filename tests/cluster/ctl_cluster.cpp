@@ -45,7 +45,17 @@ std::string Run::Show() const {
 }
 
 Cluster::Cluster() : stack({"nats"}, testsupport::StackOptions{1, 3}) {
+  // Every node's /healthz may answer before the meta leader has heard from every peer: then
+  // nats-server 2.10.27 refuses a three-replica stream "no suitable peers for placement"
+  // (10005; seen on a loaded machine, 0.1 s after the cluster was up). init is idempotent, so
+  // it is run again, as an operator would, for up to 30 s.
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
   auto r = Ctl("init --replicas 3");
+  while (r.rc != 0 && r.out.find("no suitable peers for placement") != std::string::npos &&
+         Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    r = Ctl("init --replicas 3");
+  }
   if (r.rc != 0) FAIL("platformctl init --replicas 3: " << r.Show());
 }
 

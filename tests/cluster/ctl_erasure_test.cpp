@@ -68,7 +68,7 @@ std::vector<int> Nodes() { return {1, 2, 3}; }
 }  // namespace
 
 TEST_CASE("erasure on three current replicas: what the purge report says is what the stores hold",
-          "[cluster]") {
+          "[cluster][erasure]") {
   Cluster c;
   auto client = c.Connect();
   // 20 events of site-p go through WEB_EVENTS to WEB_DLQ (acknowledged originals); 3 of site-h
@@ -170,7 +170,7 @@ TEST_CASE("erasure on three current replicas: what the purge report says is what
 TEST_CASE(
     "a replica down during a purge: reported, keeps the bytes after a snapshot catch-up, "
     "rebuilt clean",
-    "[cluster]") {
+    "[cluster][erasure]") {
   Cluster c;
   auto client = c.Connect();
   // seq 1..5 and 16..20 stay (site-k), 6..15 are purged (site-q): interior deletes. (A purge of

@@ -370,10 +370,14 @@ final_report() {
   for dlq in WEB_DLQ API_DLQ; do
     expect "$dlq holds nothing (no message dead-lettered)" test "$(messages_of $dlq)" == 0
   done
-  log "figures (phase: published events/batches, stored distinct events, duplicate events, stored batches)"
-  awk '$1 != "leader" {printf "  phase %s: published %d/%d, stored %d events (+%d duplicates), %d batches, lost %d/%d\n", $1, $2, $3, $4, $5, $6, $2-$4, $3-$6}
-       $1 == "leader" {printf "  failover %s: killed on %s, %s leads %d ms after the kill\n", $2, $3, $4, $5}' "$work/figures"
-  log "image builds: $(tr '\n' ' ' <"$work/image-times")(seconds)"
+  # Also into the build directory: scripts/test prints them after its one CTest run, which
+  # shows a passed test's output nowhere else.
+  {
+    log "figures (phase: published events/batches, stored distinct events, duplicate events, stored batches)"
+    awk '$1 != "leader" {printf "  phase %s: published %d/%d, stored %d events (+%d duplicates), %d batches, lost %d/%d\n", $1, $2, $3, $4, $5, $6, $2-$4, $3-$6}
+         $1 == "leader" {printf "  failover %s: killed on %s, %s leads %d ms after the kill\n", $2, $3, $4, $5}' "$work/figures"
+    log "image builds: $(tr '\n' ' ' <"$work/image-times")(seconds)"
+  } | tee "$build/container-figures.txt"
 }
 
 collect_logs() {

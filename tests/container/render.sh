@@ -10,13 +10,15 @@
 # choose_ports: every port and secret of the run, in $work/ports.sh.
 choose_ports() {
   local ports
-  ports=$(free_ports 19)
-  read -r n1 n2 n3 c1 c2 c3 h1 h2 h3 pg r1 m1 e1 r2 m2 e2 u1 u2 _ <<<"$ports"
+  ports=$(free_ports 21)
+  read -r n1 n2 n3 c1 c2 c3 h1 h2 h3 pg r1 m1 e1 r2 m2 e2 u1 u2 d1 d2 _ <<<"$ports"
   {
     echo "NATS_PORTS='$n1 $n2 $n3' NATS_CLUSTER_PORTS='$c1 $c2 $c3' NATS_HTTP_PORTS='$h1 $h2 $h3'"
     echo "PG_PORT=$pg"
-    # Per core node: replayer, metricswriter and exporter /metrics, the first Umami host port.
+    # Per core node: replayer, metricswriter, exporter and dlq-exporter /metrics, the first
+    # Umami host port.
     echo "REPLAYER_PORTS='$r1 $r2' METRICSWRITER_PORTS='$m1 $m2' EXPORTER_PORTS='$e1 $e2'"
+    echo "DLQ_EXPORTER_PORTS='$d1 $d2'"
     echo "UMAMI_PORTS='$u1 $u2'"
     echo "HOST_IP=$(host_address)"
     local name
@@ -46,7 +48,7 @@ write_inventory() {
     nats_hosts+="        nats-$i: {nats_client_port: $(nth "$NATS_PORTS" $i), nats_cluster_port: $(nth "$NATS_CLUSTER_PORTS" $i), nats_http_port: $(nth "$NATS_HTTP_PORTS" $i)}"$'\n'
   done
   for i in 1 2; do
-    core_hosts+="        core-$i: {core_replayer_metrics_port: $(nth "$REPLAYER_PORTS" $i), core_metricswriter_metrics_port: $(nth "$METRICSWRITER_PORTS" $i), core_exporter_metrics_port: $(nth "$EXPORTER_PORTS" $i), core_umami_host_port_base: $(nth "$UMAMI_PORTS" $i)}"$'\n'
+    core_hosts+="        core-$i: {core_replayer_metrics_port: $(nth "$REPLAYER_PORTS" $i), core_metricswriter_metrics_port: $(nth "$METRICSWRITER_PORTS" $i), core_exporter_metrics_port: $(nth "$EXPORTER_PORTS" $i), core_dlq_exporter_metrics_port: $(nth "$DLQ_EXPORTER_PORTS" $i), core_umami_host_port_base: $(nth "$UMAMI_PORTS" $i)}"$'\n'
   done
   cat >"$work/inventory.yml" <<EOF
 all:

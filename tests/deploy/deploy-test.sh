@@ -5,7 +5,9 @@
 #   deploy-test.sh render   renders the roles with ansible-playbook for a local inventory
 #                           (connection local, into DEPLOY_RENDER_DIR): every host of the test
 #                           inventory (the production form: sync_interval always), plus nats-1
-#                           again with the switch nats_jetstream_sync_always off.
+#                           again with the switch nats_jetstream_sync_always off, and core-1's
+#                           compose file and mon-1's scrape config with core_dlq_reasons_exporter
+#                           off.
 #                           The CTest fixture the two others use.
 #   deploy-test.sh check    ansible-lint, --syntax-check, and the rendered files checked with
 #                           docker-compose config, nats-server -t, promtool check config/rules,
@@ -95,13 +97,14 @@ choose_ports() {
     ss -Htln | awk '{print $4}' |
       grep -qE ":($base|$((base + 1))|$((base + 2))|$((base + 10)))\$" || break
   done
-  ports=$(free_ports 13 "$base")
-  read -r n1 n2 n3 c1 c2 c3 h1 h2 h3 rp mp ep prom <<<"$ports"
+  ports=$(free_ports 14 "$base")
+  read -r n1 n2 n3 c1 c2 c3 h1 h2 h3 rp mp ep dp prom <<<"$ports"
   {
     echo "NATS_PORTS='$n1 $n2 $n3'"
     echo "NATS_CLUSTER_PORTS='$c1 $c2 $c3'"
     echo "NATS_HTTP_PORTS='$h1 $h2 $h3'"
-    echo "REPLAYER_PORT=$rp METRICSWRITER_PORT=$mp EXPORTER_PORT=$ep PROM_PORT=$prom"
+    echo "REPLAYER_PORT=$rp METRICSWRITER_PORT=$mp EXPORTER_PORT=$ep DLQ_EXPORTER_PORT=$dp"
+    echo "PROM_PORT=$prom"
     echo "STACK_BASE=$base PG_PORT=$((base + 2))"
   } >"$RD/ports.sh"
 }
@@ -216,6 +219,7 @@ $nats_hosts    core:
           core_replayer_metrics_port: $REPLAYER_PORT
           core_metricswriter_metrics_port: $METRICSWRITER_PORT
           core_exporter_metrics_port: $EXPORTER_PORT
+          core_dlq_exporter_metrics_port: $DLQ_EXPORTER_PORT
     monitoring:
       hosts:
         mon-1: {}
@@ -243,7 +247,7 @@ ports_still_free() {
   source "$RD/ports.sh"
   listening=$(ss -Htln | awk '{print $4}' | sed 's/.*://')
   for p in $NATS_PORTS $NATS_CLUSTER_PORTS $NATS_HTTP_PORTS $REPLAYER_PORT $METRICSWRITER_PORT \
-    $EXPORTER_PORT $PROM_PORT "$STACK_BASE" "$((STACK_BASE + 1))" "$PG_PORT" \
+    $EXPORTER_PORT $DLQ_EXPORTER_PORT $PROM_PORT "$STACK_BASE" "$((STACK_BASE + 1))" "$PG_PORT" \
     "$((STACK_BASE + 10))"; do
     grep -qx "$p" <<<"$listening" && return 1
   done
@@ -277,6 +281,11 @@ render() {
     --tags nats_config ||
     die "rendering nats-1 with nats_jetstream_sync_always=false failed"
   pass "nats-1 rendered again with nats_jetstream_sync_always=false"
+  # The core node's compose file and the scrape config with the DLQ reasons exporter off.
+  playbook -e render="$RD/render-nodlq" -e core_dlq_reasons_exporter=false --limit core-1,mon-1 \
+    --tags core_compose,monitoring_prometheus ||
+    die "rendering core-1 and mon-1 with core_dlq_reasons_exporter=false failed"
+  pass "core-1 and mon-1 rendered again with core_dlq_reasons_exporter=false"
   echo "$stamp" >"$RD/stamp"
 }
 

@@ -61,7 +61,7 @@ problems = []
 umami = sorted(n for n in svc if n.startswith("umami-"))
 if umami != [f"umami-{i}" for i in range(1, 5)]:
     problems.append(f"expected umami-1..4 (core_umami_processes 4), got {umami}")
-for name in ["replayer", "metricswriter", "streams-exporter", "platformctl"] + umami:
+for name in ["replayer", "metricswriter", "streams-exporter", "dlq-exporter", "platformctl"] + umami:
     if name not in svc:
         problems.append(f"service {name} missing")
         continue
@@ -108,7 +108,7 @@ if r.get("UMAMI_URLS", "").count("http://umami-") != 4:
 import os
 for name, user in [("replayer", "replayer"), ("metricswriter", "metricswriter"),
                    ("exporter", "exporter"), ("platformctl", "platformctl"),
-                   ("provision", "provisioner")]:
+                   ("dlq-exporter", "platformctl"), ("provision", "provisioner")]:
     e = env(name)
     if e.get("NATS_INBOX_PREFIX") != "_INBOX_" + user:
         problems.append(f"{name}.env NATS_INBOX_PREFIX {e.get('NATS_INBOX_PREFIX')}")
@@ -129,9 +129,15 @@ if not env("provision").get("DATABASE_URL"):
     problems.append("provision.env has no DATABASE_URL (platformctl migrate)")
 if "DATABASE_URL" in env("platformctl"):
     problems.append("platformctl.env has DATABASE_URL: migrate is provisioning")
+# The dlq-exporter has the streams-exporter's settings with the operator's NATS identity, nothing
+# of the operator's tool besides (docs/operations.md, "Deployment").
+extra = sorted(k for k in env("dlq-exporter") if k not in env("exporter"))
+if extra:
+    problems.append(f"dlq-exporter.env has {extra}, which the streams-exporter's has not")
 # The TLS files reach our containers, read-only, at the path the environment names.
 ca_dir = os.path.dirname(r.get("NATS_CA", ""))
-for name in ["replayer", "metricswriter", "streams-exporter", "platformctl", "provision"]:
+for name in ["replayer", "metricswriter", "streams-exporter", "dlq-exporter", "platformctl",
+             "provision"]:
     vols = svc.get(name, {}).get("volumes", [])
     # docker-compose 1.29 prints the short form "src:dst:ro", newer ones a mapping.
     def ro_mount(v):
@@ -146,11 +152,16 @@ if svc.get("provision", {}).get("entrypoint") != ["platformctl"]:
     problems.append(f"provision entrypoint {svc.get('provision', {}).get('entrypoint')}")
 # The exporter reads the four queues by name, the streams the nats role lets it read.
 want = ["--stream=WEB_EVENTS", "--stream=API_METRICS", "--stream=WEB_DLQ", "--stream=API_DLQ"]
-if [a for a in exp if a.startswith("--stream")] != want:
-    problems.append(f"streams-exporter command {exp}: expected {want}")
+if [a for a in exp if a.startswith("--stream")] != want or "--dlq-reasons" in exp:
+    problems.append(f"streams-exporter command {exp}: expected {want}, no --dlq-reasons")
+# The dlq-exporter (core_dlq_reasons_exporter, on by default) reads the two DLQs' reasons only.
+dexp = svc.get("dlq-exporter", {}).get("command", [])
+if dexp[:3] != ["platformctl", "streams", "--serve"] or "--dlq-reasons" not in dexp or \
+        [a for a in dexp if a.startswith("--stream")] != want[2:]:
+    problems.append(f"dlq-exporter command {dexp}: expected --dlq-reasons and {want[2:]}")
 # The metrics ports are published on the node's private address (127.0.0.1 in this inventory),
 # never on every interface.
-for name in ["replayer", "metricswriter", "streams-exporter"]:
+for name in ["replayer", "metricswriter", "streams-exporter", "dlq-exporter"]:
     ports = svc.get(name, {}).get("ports", [])
     for p in ports:
         host_ip = p.get("host_ip") if isinstance(p, dict) else str(p).split(":")[0]
@@ -213,14 +224,28 @@ prometheus_checks() {
   check "promtool check config (scrape config and the rule file it names)" \
     promtool check config "$p/prometheus.yml"
   check "promtool check rules" promtool check rules "$p/core-alerts.yml"
-  check "the scrape config has the replayer, metricswriter and jetstream jobs for core-1" bash -c "
-    for j in replayer metricswriter jetstream; do grep -q \"job_name: \\\"\$j\\\"\" '$p/prometheus.yml' || exit 1; done
-    grep -q '127.0.0.1:$EXPORTER_PORT' '$p/prometheus.yml'"
+  check "the scrape config has the replayer, metricswriter, jetstream and jetstream_dlq jobs for core-1" bash -c "
+    for j in replayer metricswriter jetstream jetstream_dlq; do grep -q \"job_name: \\\"\$j\\\"\" '$p/prometheus.yml' || exit 1; done
+    grep -q '127.0.0.1:$EXPORTER_PORT' '$p/prometheus.yml' && grep -q '127.0.0.1:$DLQ_EXPORTER_PORT' '$p/prometheus.yml'"
   check "every alert of docs/contract.md §7 is defined" bash -c "
     for a in QueueOldestMessageTooOld ReplayerLagHigh MetricsWriterLagHigh ReplayerNotConsuming \
              MetricsWriterNotConsuming DLQNotEmpty DLQPublishFailing StreamNearlyFull \
              UmamiHeartbeatFailing; do
       grep -q \"alert: \$a\$\" '$p/core-alerts.yml' || { echo \"missing \$a\"; exit 1; }; done"
+  # core_dlq_reasons_exporter off: neither the service nor its scrape job, the rest as it was.
+  local off="$RD/render-nodlq"
+  check "core_dlq_reasons_exporter=false: no dlq-exporter service, no jetstream_dlq job" python3 - \
+    "$off/core-1/core/docker-compose.yml" "$R/core-1/core/docker-compose.yml" \
+    "$off/mon-1/prometheus/prometheus.yml" <<'EOF'
+import sys, yaml
+off, on = (set(yaml.safe_load(open(f))["services"]) for f in sys.argv[1:3])
+jobs = [j["job_name"] for j in yaml.safe_load(open(sys.argv[3]))["scrape_configs"]]
+print(f"services off: {sorted(off)}; jobs off: {jobs}")
+sys.exit(0 if on - off == {"dlq-exporter"} and off < on
+         and jobs == ["replayer", "metricswriter", "jetstream"] else 1)
+EOF
+  check "promtool check config with core_dlq_reasons_exporter=false" \
+    promtool check config "$off/mon-1/prometheus/prometheus.yml"
   cp "$here/alerts_test.yml" "$p/alerts_test.yml"
   check "promtool test rules: each alert fires on its series and stays quiet on healthy ones" \
     promtool test rules "$p/alerts_test.yml"

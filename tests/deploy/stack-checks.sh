@@ -145,6 +145,11 @@ job_checks() {
     "$R/core-1/core/docker-compose.yml")
   # shellcheck disable=SC2086
   start exporter "$R/core-1/core/env/exporter.env" -- "$build/platformctl/platformctl" $cmd
+  # The DLQs' reasons as the operator's user (core_dlq_reasons_exporter, on by default).
+  cmd=$(python3 -c "import yaml,sys; print(' '.join(yaml.safe_load(open(sys.argv[1]))['services']['dlq-exporter']['command'][1:]))" \
+    "$R/core-1/core/docker-compose.yml")
+  # shellcheck disable=SC2086
+  start dlq-exporter "$R/core-1/core/env/dlq-exporter.env" -- "$build/platformctl/platformctl" $cmd
   start replayer "$R/core-1/core/env/replayer.env" "UMAMI_URLS=$UMAMI_URLS" -- \
     "$build/replayer/replayer"
   start metricswriter "$R/core-1/core/env/metricswriter.env" -- "$build/metricswriter/metricswriter"
@@ -171,19 +176,25 @@ job_checks() {
     pub api.metrics.tenant-1 '{"resourceMetrics": 7' "Nats-Msg-Id=dt$$-b2" Content-Type=application/json
 
   local rm="http://127.0.0.1:$REPLAYER_PORT/metrics" mm="http://127.0.0.1:$METRICSWRITER_PORT/metrics"
-  local em="http://127.0.0.1:$EXPORTER_PORT/metrics"
+  local em="http://127.0.0.1:$EXPORTER_PORT/metrics" dm="http://127.0.0.1:$DLQ_EXPORTER_PORT/metrics"
   wait_for 90 "replayer (user replayer) leads, drains WEB_EVENTS into Umami: 100 stored" \
     bash -c "[ \"\$(curl -fsS -m 2 $rm | awk '\$1==\"replayer_events_stored_total\"{print \$2}')\" -ge 100 ]"
   wait_for 30 "replayer dead-letters the poison event to WEB_DLQ" \
     bash -c "curl -fsS -m 2 $em | grep -qx 'jetstream_stream_messages{stream=\"WEB_DLQ\"} 1'"
+  # Read from the dead letter's headers through a consumer on WEB_DLQ, as user platformctl.
+  wait_for 20 "dlq-exporter counts WEB_DLQ's dead letter by its reason" \
+    python3 "$here/dlq_reasons_scrape.py" "$dm" WEB_DLQ 1
   wait_for 60 "metricswriter (user metricswriter) leads, stores the batch in PostgreSQL" \
     bash -c "[ \"\$(curl -fsS -m 2 $mm | awk '\$1==\"metricswriter_batches_stored_total\"{print \$2}')\" -ge 1 ]"
   wait_for 30 "metricswriter dead-letters the undecodable batch to API_DLQ" \
     bash -c "curl -fsS -m 2 $em | grep -qx 'jetstream_stream_messages{stream=\"API_DLQ\"} 1'"
+  wait_for 20 "dlq-exporter counts API_DLQ's dead letter by its reason" \
+    python3 "$here/dlq_reasons_scrape.py" "$dm" API_DLQ 1
+  dlq_exporter_checks "$dm"
   check "both hold their lease in locks (replayer_leader, metricswriter_leader = 1)" bash -c \
     "[ \"\$(curl -fsS $rm | grep -x 'replayer_leader 1')\" ] && [ \"\$(curl -fsS $mm | grep -x 'metricswriter_leader 1')\" ]"
-  check "/healthz of replayer, metricswriter and exporter answer 200" bash -c \
-    "for p in $REPLAYER_PORT $METRICSWRITER_PORT $EXPORTER_PORT; do curl -fsS -m 2 http://127.0.0.1:\$p/healthz >/dev/null || exit 1; done"
+  check "/healthz of replayer, metricswriter, exporter and dlq-exporter answer 200" bash -c \
+    "for p in $REPLAYER_PORT $METRICSWRITER_PORT $EXPORTER_PORT $DLQ_EXPORTER_PORT; do curl -fsS -m 2 http://127.0.0.1:\$p/healthz >/dev/null || exit 1; done"
   # The exporter reads JetStream every few seconds: a consumer made since its last reading
   # shows at the next one.
   wait_for 20 "exporter (user exporter) keeps pending and unacked apart per consumer" bash -c \
@@ -213,11 +224,38 @@ job_checks() {
     "1 message of WEB_DLQ erased" as platformctl "$ctl" erase --site "$SITE" --raft-wait 0
   wait_for 10 "WEB_DLQ is empty after the erasure" \
     bash -c "curl -fsS -m 2 $em | grep -qx 'jetstream_stream_messages{stream=\"WEB_DLQ\"} 0'"
+  # The dlq-exporter's walks all succeeded (a failed one is only a warning in its log).
+  if grep -q "cannot read" "$work/dlq-exporter.log"; then
+    fail "dlq-exporter: a walk of a DLQ failed"; grep "cannot read" "$work/dlq-exporter.log" | head -5
+  else pass "dlq-exporter: every walk of the DLQs succeeded (no 'cannot read' in its log)"; fi
   # Every job above ran without a single refusal: the permissions cover what the code does.
   local v
   v=$(cat "$work"/nats-*.log | grep -i 'violation' || true)
   if [[ -z "$v" ]]; then pass "no permission violation while every user did its job"
   else fail "permission violations while the users did their jobs"; printf '%s\n' "$v" | head -20; fi
+}
+
+# dlq_exporter_checks METRICS-URL: the dlq-exporter (compose service dlq-exporter) connects as
+# the operator's NATS user over TLS and the streams-exporter as the least-trusted `exporter`
+# (each node's /connz names every connection's user), and it reads the two DLQs only.
+dlq_exporter_checks() {
+  local dm=$1 mons=() i
+  for i in 1 2 3; do mons+=("http://127.0.0.1:$(cut -d' ' -f$i <<<"$NATS_HTTP_PORTS")"); done
+  check "dlq-exporter connects as platformctl, streams-exporter as exporter, both over TLS" \
+    python3 - "${mons[@]}" <<'EOF'
+import json, sys, urllib.request
+users = {}
+for mon in sys.argv[1:]:
+    with urllib.request.urlopen(mon + "/connz?auth=true&limit=1024", timeout=5) as r:
+        for c in json.load(r).get("connections") or []:
+            if c.get("name") == "platformctl-exporter@core-1":
+                users.setdefault(c.get("authorized_user"), []).append(c.get("tls_version"))
+print(users)
+sys.exit(0 if sorted(users) == ["exporter", "platformctl"]
+         and all(len(v) == 1 and v[0] for v in users.values()) else 1)
+EOF
+  check "dlq-exporter reads WEB_DLQ and API_DLQ only" bash -c \
+    "[ \"\$(python3 '$here/dlq_reasons_scrape.py' '$dm' --streams)\" = 'API_DLQ WEB_DLQ' ]"
 }
 
 refusal_checks() {
@@ -412,7 +450,7 @@ prometheus_scrape_checks() {
   # Enough scrapes (1 s apart) for the rates and windows of the rules to have two samples.
   wait_for 30 "Prometheus scraped every target at least 5 times" bash -c "
     curl -fsS -m 2 '$base/api/v1/query?query=min(count_over_time(up%5B1m%5D))%20%3E%3D%205' | grep -q '\"result\":\[{'"
-  if python3 "$here/check_prometheus.py" "$base" "$R/mon-1/prometheus/core-alerts.yml" 3 \
+  if python3 "$here/check_prometheus.py" "$base" "$R/mon-1/prometheus/core-alerts.yml" 4 \
     >"$work/prometheus-check.log" 2>&1; then
     pass "every target up, rules healthy, every metric and alert expression resolves to a series"
   else
@@ -431,7 +469,7 @@ stack_checks() {
   done
   local port
   for port in $NATS_PORTS $NATS_CLUSTER_PORTS $NATS_HTTP_PORTS $REPLAYER_PORT $METRICSWRITER_PORT \
-              $EXPORTER_PORT $PROM_PORT $PG_PORT $((STACK_BASE + 10)); do
+              $EXPORTER_PORT $DLQ_EXPORTER_PORT $PROM_PORT $PG_PORT $((STACK_BASE + 10)); do
     ! ss -Htln | awk '{print $4}' | grep -qE ":$port\$" ||
       die "port $port, free when the roles were rendered, is in use now: render again"
   done
