@@ -72,7 +72,8 @@ class TestStack {
   int base_port() const { return base_port_; }
   // STACK_DIR, STACK_BASE_PORT; with nats NATS_URL (every node), NATS_MONITOR_URL (node 1),
   // NATS_MONITOR_URLS, NATS_NODES; with pg DATABASE_URL (database metrics), UMAMI_DATABASE_URL;
-  // with umami UMAMI_URLS. Throws for a name the stack does not have.
+  // UMAMI_URLS (every Umami process; empty without one). Throws for a name the stack does not
+  // have.
   std::string Env(const std::string& name) const;
   // "K='V' K='V' ..." for a child's environment.
   std::string EnvPrefix() const;

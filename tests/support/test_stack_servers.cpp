@@ -127,11 +127,11 @@ void TestStack::MakeEnv() {
     env_["DATABASE_URL"] = pg_->Url("metrics");
     env_["UMAMI_DATABASE_URL"] = pg_->Url("umami");
   }
-  if (!umami_.empty()) {
-    std::string urls;
-    for (const auto& u : umami_) urls += (urls.empty() ? "" : ",") + u->url();
-    env_["UMAMI_URLS"] = urls;
-  }
+  // UMAMI_URLS always: empty without an Umami of the stack (a test that brings its own, a
+  // stand-in, passes it over this one's; scripts/stack printed it whatever ran).
+  std::string urls;
+  for (const auto& u : umami_) urls += (urls.empty() ? "" : ",") + u->url();
+  env_["UMAMI_URLS"] = urls;
 }
 
 TestStack::~TestStack() {
