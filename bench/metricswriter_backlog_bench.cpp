@@ -11,7 +11,7 @@
 //
 // --writer runs another build's binary (e.g. the commit before, for comparison); it must accept
 // the same environment. METRICSWRITER_* variables of the bench's environment reach the writer.
-// Starts its own nats-server + PostgreSQL (scripts/stack via TestStack).
+// Starts its own nats-server + PostgreSQL (TestStack).
 #include <signal.h>
 #include <unistd.h>
 

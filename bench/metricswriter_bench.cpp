@@ -11,7 +11,7 @@
 // stack: the figures are comparable, as the machine's load at the time allows. Each writer gets
 // the same batches under its own message ids; the series exist after the first drain.
 //
-// Starts its own nats-server + PostgreSQL (scripts/stack via TestStack). Prints batches/s,
+// Starts its own nats-server + PostgreSQL (TestStack). Prints batches/s,
 // points/s, the ratio to the raw COPY and the writer's peak RSS (VmHWM). After each drain the
 // queue must be drained with nothing left behind (tests/support/queue_judge.h), or it stops.
 #include <signal.h>
@@ -150,30 +150,14 @@ double CpuSeconds(pid_t pid, bool with_children) {
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-pid_t ReadPid(const std::string& path) {
-  std::ifstream in(path);
-  pid_t pid = -1;
-  in >> pid;
-  return pid;
-}
-
 // Where the CPU goes: the stack's nats-server and PostgreSQL (postmaster, ended backends and
 // the live ones), read from /proc.
 struct CpuProbe {
   pid_t nats = -1;
   pid_t postmaster = -1;
 
-  explicit CpuProbe(const testsupport::TestStack& stack) {
-    nats = ReadPid(stack.dir() + "/nats.pid");
-    std::ifstream conf(stack.dir() + "/stack.conf");
-    std::string line;
-    while (std::getline(conf, line)) {
-      if (line.rfind("PG_DATA=", 0) != 0) continue;
-      std::string dir = line.substr(8);
-      if (dir.size() >= 2 && dir.front() == '\'') dir = dir.substr(1, dir.size() - 2);
-      postmaster = ReadPid(dir + "/postmaster.pid");
-    }
-  }
+  explicit CpuProbe(const testsupport::TestStack& stack)
+      : nats(stack.nats(1).pid()), postmaster(stack.pg().pid()) {}
   double Nats() const { return nats > 0 ? CpuSeconds(nats, false) : 0; }
   double Postgres() const {
     if (postmaster <= 0) return 0;

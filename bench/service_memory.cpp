@@ -13,7 +13,7 @@
 // "Memory"); the exit status is 1 when a row passes it or a drain does not finish.
 //
 // metricswriter: a backlog queued in API_METRICS before the writer starts (real nats-server and
-// PostgreSQL, scripts/stack via TestStack), drained whole. replayer: events queued in WEB_EVENTS,
+// PostgreSQL through TestStack), drained whole. replayer: events queued in WEB_EVENTS,
 // either drained into bench/umami_sink (a stand-in answering at once) or held against an Umami
 // that never answers (a socket that listens and accepts nothing) until the replayer holds all
 // it may: its budget, or REPLAYER_MAX_IN_FLIGHT messages (900, and 10,000: how many a fetch

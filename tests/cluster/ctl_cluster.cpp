@@ -136,21 +136,19 @@ bool Cluster::WaitAllCurrent(common::NatsClient& client, const std::vector<std::
 
 void Cluster::Pause(int node) {
   Resume();
-  std::string pid = ReadFile(stack.dir() + "/nats-" + std::to_string(node) + ".pid");
-  paused_pid_ = static_cast<pid_t>(std::stol(pid));
-  REQUIRE(kill(paused_pid_, SIGSTOP) == 0);
+  REQUIRE(stack.nats(node).Running());
+  stack.nats(node).Pause();
   paused_ = node;
 }
 
 void Cluster::Resume() {
   if (paused_ == 0) return;
-  kill(paused_pid_, SIGCONT);
+  stack.nats(paused_).Resume();
   paused_ = 0;
-  paused_pid_ = -1;
 }
 
 std::string Cluster::StoreDir(int node) const {
-  return stack.dir() + "/nats-" + std::to_string(node) + "/jetstream";
+  return stack.nats(node).store_dir() + "/jetstream";
 }
 
 bool Cluster::OnDisk(int node, const std::string& text, const std::string& part) const {
@@ -158,7 +156,7 @@ bool Cluster::OnDisk(int node, const std::string& text, const std::string& part)
   if (part == "_js_") {
     where += "/'$SYS'/_js_";
   } else if (!part.empty()) {
-    where += "/STACK/" + part;  // scripts/stack's JetStream account in a cluster
+    where += "/STACK/" + part;  // the cluster's JetStream account (stack/nats_node.h)
   }
   return testsupport::Run("grep -rqa -- '" + text + "' " + where + " 2>/dev/null") == 0;
 }

@@ -1,4 +1,4 @@
-// platformctl on a three-node JetStream cluster (scripts/stack --nats-cluster 3, NATS only):
+// platformctl on a three-node JetStream cluster (TestStack with nats_nodes 3, NATS only):
 // the streams at 3 replicas, dead letters seeded, platformctl runs against every node's URL
 // (as an operator's NATS_URL lists them) with their duration, a node paused or killed, the
 // consumers each DLQ has, and the payload grep of one node's store.
@@ -57,7 +57,6 @@ class Cluster {
 
  private:
   int paused_ = 0;
-  pid_t paused_pid_ = -1;
 };
 
 }  // namespace ctlcluster

@@ -71,8 +71,7 @@ TEST_CASE("async publishes the server never answers complete with an error and f
   REQUIRE(testsupport::WaitFor([&] { return ok.load() == 1; }, 5'000));
 
   // A stopped server reads nothing and answers nothing: every place among max_pending fills.
-  pid_t nats_pid = 0;
-  std::ifstream(stack.dir() + "/nats.pid") >> nats_pid;
+  const pid_t nats_pid = stack.nats(1).pid();
   REQUIRE(nats_pid > 0);
   REQUIRE(kill(nats_pid, SIGSTOP) == 0);
   // kill() returns before every thread of the server has stopped: publish only once the

@@ -52,7 +52,7 @@ TEST_CASE(
   REQUIRE(r.rc == 0);
   auto client = testsupport::ConnectNats(stack);
   const int64_t max_payload = natsConnection_GetMaxPayload(client->conn());
-  REQUIRE(max_payload == 8 * 1024 * 1024);  // scripts/stack's max_payload
+  REQUIRE(max_payload == 8 * 1024 * 1024);  // the stack's max_payload (stack/nats_node.cpp)
   const int64_t limit = max_payload - dl::kHeaderRoom;
   CHECK_THAT(r.out, Catch::Contains("max payload " + std::to_string(max_payload) + " bytes"));
   CHECK(MaxMsgSize(*client, "WEB_EVENTS") == limit);

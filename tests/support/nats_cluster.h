@@ -2,7 +2,7 @@
 // which node leads a stream or a consumer, moving leadership by step-downs, which node a named
 // client is connected to, and publishing through leader elections.
 //
-// Nodes are numbered 1..n as scripts/stack names them (server name nats-<j>); 0 means "none
+// Nodes are numbered 1..n as TestStack names them (server name nats-<j>); 0 means "none
 // known" (no leader elected yet, or the answer did not come). Every call is a request to the
 // cluster and may be made from any thread while the NatsClient lives.
 #pragma once

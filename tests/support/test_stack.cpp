@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <fcntl.h>
+
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -68,7 +69,7 @@ const std::string& NatsServerBin() {
     }
     std::fprintf(stderr, "nats-server %s (%s)\n", version.substr(prefix.size()).c_str(),
                  path.c_str());
-    // Children (scripts/stack, platformctl's tests' scripts) start the same one.
+    // Children (scripts/stack, tests' scripts) start the same one.
     setenv("NATS_SERVER_BIN", path.c_str(), 1);
     return path;
   }();
@@ -162,116 +163,6 @@ bool WaitFor(const std::function<bool()>& pred, int timeout_ms) {
   }
   return pred();
 }
-
-TestStack::TestStack(const std::vector<std::string>& components, int umami_processes)
-    : TestStack(components, StackOptions{umami_processes, 1}) {}
-
-TestStack::TestStack(const std::vector<std::string>& components, const StackOptions& options)
-    : nats_nodes_(options.nats_nodes) {
-  for (const auto& c : components) {
-    if (c == "nats") NatsServerBin();  // names the version in the log; scripts/stack inherits it
-  }
-  char tmpl[] = "/tmp/core-test-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
-  dir_ = tmpl;
-  // scripts/stack puts the cluster's other ports at N+60..N+60+3*nodes (after any Umami port).
-  int span = nats_nodes_ > 1 ? 60 + 3 * nats_nodes_ : 10 + options.umami_processes + 2;
-  std::string comps;
-  for (const auto& c : components) comps += " " + c;
-  std::string args = "--umami-processes " + std::to_string(options.umami_processes) +
-                     " --nats-cluster " + std::to_string(nats_nodes_) + " up" + comps;
-  int rc = 0;
-  // Another test running beside this one may take a port between the check and the bind:
-  // then the stack goes down and comes up again on other ports.
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    base_port_ = FreePortRange(span);
-    std::string cmd = SourceDir() + "/scripts/stack --dir " + dir_ + " --base-port " +
-                      std::to_string(base_port_) + " " + args + " >" + dir_ + "/up.log 2>&1";
-    rc = Run(cmd);
-    if (rc == 0) break;
-    const std::string log = Capture("cat " + dir_ + "/up.log " + dir_ + "/*.log 2>/dev/null");
-    if (log.find("address already in use") == std::string::npos &&
-        log.find("already in use by another process") == std::string::npos) {
-      break;
-    }
-    Run(SourceDir() + "/scripts/stack --dir " + dir_ + " down --purge >/dev/null 2>&1");
-    Run("mkdir -p " + dir_);
-  }
-  if (rc != 0) {
-    std::string log = Capture("cat " + dir_ + "/up.log; tail -n 30 " + dir_ + "/*.log");
-    Run(SourceDir() + "/scripts/stack --dir " + dir_ + " down >/dev/null 2>&1");
-    throw std::runtime_error("scripts/stack up failed (" + std::to_string(rc) + "):\n" + log);
-  }
-  std::istringstream env(Stack("env"));
-  std::string line;
-  while (std::getline(env, line)) {
-    auto eq = line.find('=');
-    if (eq == std::string::npos || line[0] == '#') continue;
-    std::string value = line.substr(eq + 1);
-    if (value.size() >= 2 && (value.front() == '\'' || value.front() == '"')) {
-      value = value.substr(1, value.size() - 2);
-    }
-    auto key = line.substr(0, eq);
-    if (key.rfind("export ", 0) == 0) key = key.substr(7);
-    env_[key] = value;
-  }
-}
-
-TestStack::~TestStack() {
-  if (std::getenv("KEEP_TEST_STACK") != nullptr) {
-    std::fprintf(stderr, "KEEP_TEST_STACK: leaving %s running\n", dir_.c_str());
-    return;
-  }
-  Run(SourceDir() + "/scripts/stack --dir " + dir_ + " down --purge >/dev/null 2>&1");
-}
-
-std::string TestStack::Stack(const std::string& args) const {
-  int rc = 0;
-  std::string out = Capture(SourceDir() + "/scripts/stack --dir " + dir_ + " " + args, &rc);
-  if (rc != 0) throw std::runtime_error("scripts/stack " + args + " failed: " + out);
-  return out;
-}
-
-std::string TestStack::Env(const std::string& name) const {
-  auto it = env_.find(name);
-  if (it == env_.end()) throw std::runtime_error("stack env has no " + name);
-  return it->second;
-}
-
-std::string TestStack::EnvPrefix() const {
-  std::string out;
-  for (const auto& [k, v] : env_) out += k + "='" + v + "' ";
-  return out;
-}
-
-std::string TestStack::NatsNode(int node) const {
-  if (node < 1 || node > nats_nodes_)
-    throw std::runtime_error("no NATS node " + std::to_string(node));
-  return nats_nodes_ == 1 ? "nats" : "nats-" + std::to_string(node);
-}
-
-namespace {
-
-std::string NthOfList(const std::string& list, int n) {
-  std::istringstream in(list);
-  std::string item;
-  for (int i = 1; std::getline(in, item, ','); ++i) {
-    if (i == n) return item;
-  }
-  throw std::runtime_error("no entry " + std::to_string(n) + " in " + list);
-}
-
-}  // namespace
-
-std::string TestStack::NatsUrl(int node) const { return NthOfList(Env("NATS_URL"), node); }
-
-std::string TestStack::NatsMonitorUrl(int node) const {
-  return NthOfList(Env("NATS_MONITOR_URLS"), node);
-}
-
-void TestStack::Stop(const std::string& component) { Stack("stop " + component); }
-void TestStack::Start(const std::string& component) { Stack("start " + component); }
-void TestStack::Kill(const std::string& component) { Stack("kill " + component); }
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv,
                            const std::map<std::string, std::string>& env,

@@ -1,20 +1,29 @@
-// Test support: a private local stack (scripts/stack) on free ports, and child processes.
+// Test support: a private stack (NATS, PostgreSQL, Umami) on ports the OS picks, and child
+// processes.
 //
-// Each TestStack gets its own directory and base port, so tests and a developer's default stack
-// run side by side. The destructor stops everything it started. Not thread-safe: use a stack
-// from the test's main thread.
+// A TestStack starts the servers a test asks for through tests/support/stack/ (a NatsNode per
+// nats-server, a PgServer, an UmamiServer per Umami process), in the configuration shapes of
+// scripts/stack, each in its own directory (/tmp/core-test-XXXXXX), so tests and a developer's
+// default stack run side by side. It owns them: the destructor stops everything it started and
+// removes the directory (KEEP_TEST_STACK=1 leaves both). Not thread-safe: use a stack from the
+// test's main thread (the servers die with the thread that started them).
 //
-// With StackOptions::nats_nodes = 3 the stack runs a three-node JetStream cluster
-// (scripts/stack --nats-cluster 3): component "nats" is every node, NatsNode(j) one of them
-// ("nats-<j>", j = 1..3), and Env("NATS_URL") lists every node.
+// With StackOptions::nats_nodes = 3 the stack runs a three-node JetStream cluster (scripts/stack
+// --nats-cluster 3's shape): component "nats" is every node, NatsNode(j) one of them ("nats-<j>",
+// j = 1..3), and Env("NATS_URL") lists every node.
 #pragma once
 
 #include <sys/types.h>
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "tests/support/stack/nats_node.h"
+#include "tests/support/stack/pg_server.h"
+#include "tests/support/stack/umami_server.h"
 
 namespace testsupport {
 
@@ -27,8 +36,8 @@ std::string BinaryDir();
 // nats-server, from scripts/install-deps), else NATS_SERVER_DEFAULT of scripts/lib/common.sh
 // (sid's, the production line; never the system's 2.9.10, below the supported range). The first
 // call in a process writes "nats-server <version> (<path>)" to stderr, so each test's log names
-// the version it ran on, and sets NATS_SERVER_BIN to that path for the children (scripts/stack
-// reads it); it throws when that binary does not run.
+// the version it ran on, and sets NATS_SERVER_BIN to that path for the children (scripts that
+// start their own servers read it); it throws when that binary does not run.
 const std::string& NatsServerBin();
 
 // Runs a shell command, returns its exit code; output goes to the test log.
@@ -49,7 +58,8 @@ struct StackOptions {
 
 class TestStack {
  public:
-  // components: any of "nats", "pg", "umami". umami_processes: Umami processes to start.
+  // components: any of "nats", "pg", "umami" (Umami needs "pg"). umami_processes: Umami
+  // processes to start. Throws, with the failing server's log tail, when one does not come up.
   explicit TestStack(const std::vector<std::string>& components, int umami_processes = 1);
   TestStack(const std::vector<std::string>& components, const StackOptions& options);
   ~TestStack();
@@ -57,10 +67,15 @@ class TestStack {
   TestStack& operator=(const TestStack&) = delete;
 
   const std::string& dir() const { return dir_; }
+  // The first of a block of 16 ports that were free when the stack started, for the test's own
+  // listeners (metrics endpoints, stand-ins): no server of the stack uses them.
   int base_port() const { return base_port_; }
-  // Values from `scripts/stack env`: NATS_URL, DATABASE_URL, UMAMI_DATABASE_URL, UMAMI_URLS...
+  // STACK_DIR, STACK_BASE_PORT; with nats NATS_URL (every node), NATS_MONITOR_URL (node 1),
+  // NATS_MONITOR_URLS, NATS_NODES; with pg DATABASE_URL (database metrics), UMAMI_DATABASE_URL;
+  // UMAMI_URLS (every Umami process; empty without one). Throws for a name the stack does not
+  // have.
   std::string Env(const std::string& name) const;
-  // "K=V K=V ..." for a child's environment.
+  // "K='V' K='V' ..." for a child's environment.
   std::string EnvPrefix() const;
 
   int nats_nodes() const { return nats_nodes_; }
@@ -70,16 +85,36 @@ class TestStack {
   std::string NatsUrl(int node) const;
   std::string NatsMonitorUrl(int node) const;
 
-  // Fault injection through scripts/stack: stop, start, kill (-9) a component.
+  // Fault injection by component ("nats", "nats-<j>", "pg", "umami", "umami-<i>"): Stop
+  // (SIGTERM, or PostgreSQL's fast shutdown; SIGKILL after 15 s), Start (again, on the same ports
+  // and store, waiting until it is ready; a running one is left as it is), Kill (SIGKILL).
   void Stop(const std::string& component);
   void Start(const std::string& component);
   void Kill(const std::string& component);
 
+  // The servers themselves (pause, PIDs, ports, files); throw when the stack has none.
+  stack::NatsNode& nats(int node);
+  stack::PgServer& pg();
+  stack::UmamiServer& umami(int index);
+  const stack::NatsNode& nats(int node) const;
+  const stack::PgServer& pg() const;
+  const stack::UmamiServer& umami(int index) const;
+  int umami_processes() const { return static_cast<int>(umami_.size()); }
+
  private:
-  std::string Stack(const std::string& args) const;
+  void StartNats();
+  void StartUmami(const std::vector<stack::UmamiServer*>& servers);
+  void MakeEnv();
+  template <typename F>
+  void ForEach(const std::string& component, F&& f);
+
   std::string dir_;
   int base_port_ = 0;
   int nats_nodes_ = 1;
+  std::vector<std::unique_ptr<stack::NatsNode>> nats_;
+  std::unique_ptr<stack::PgServer> pg_;
+  std::vector<std::unique_ptr<stack::UmamiServer>> umami_;
+  bool migrated_ = false;
   std::map<std::string, std::string> env_;
 };
 
