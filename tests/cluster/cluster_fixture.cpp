@@ -278,7 +278,10 @@ void Load::Run() {
     auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
     longest_ms_ = std::max<int64_t>(longest_ms_, took);
     if (tries > 1) ++retried_;
-    if (!ack) failures_.push_back(m.msg_id + ": " + ack.error().message);
+    if (!ack) {
+      failures_.push_back(m.msg_id + ": " + ack.error().message);
+      unacknowledged_ids_.insert(m.msg_id);
+    }
     published_.fetch_add(1);
   }
 }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,6 +109,8 @@ class Load {
   const std::vector<std::string>& event_ids() const { return event_ids_; }
   const std::vector<std::string>& batch_ids() const { return batch_ids_; }
   const std::vector<std::string>& failures() const { return failures_; }
+  // The ids of those publishes (JetStream never acknowledged them), for the ledger.
+  const std::set<std::string>& unacknowledged_ids() const { return unacknowledged_ids_; }
   int retried() const { return retried_; }            // messages that took more than one try
   int64_t longest_ms() const { return longest_ms_; }  // the longest publish, tries included
   int published() const { return published_.load(); }
@@ -120,6 +123,7 @@ class Load {
   std::vector<std::string> event_ids_;
   std::vector<std::string> batch_ids_;
   std::vector<std::string> failures_;
+  std::set<std::string> unacknowledged_ids_;
   int retried_ = 0;
   int64_t longest_ms_ = 0;
   std::atomic<int> published_{0};

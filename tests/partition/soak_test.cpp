@@ -275,9 +275,7 @@ TEST_CASE("soak: steady traffic with kills, node restarts and partitions loses n
   // while its node was cut off) was never accepted: the edge sends such a message again, and
   // nothing was ours to lose. Lost counts only the acknowledged ones; the others are a figure
   // of their own, and whether each is missing is printed below.
-  std::set<std::string> never_acked;
-  for (const auto& failure : load.failures())
-    never_acked.insert(failure.substr(0, failure.find(':')));
+  const std::set<std::string>& never_acked = load.unacknowledged_ids();
   auto acknowledged = [&](const std::vector<std::string>& ids) {
     size_t n = 0;
     for (const auto& id : ids) n += never_acked.count(id) == 0 ? 1 : 0;
