@@ -21,7 +21,7 @@ double Service::Metric(const std::string& name, const std::string& labels) const
 }
 
 ClusterFixture::ClusterFixture(int site_count)
-    : stack({"nats", "pg", "umami"}, testsupport::StackOptions{1, 3}) {
+    : stack({"nats", "pg", "umami"}, testsupport::StackOptions{.nats_nodes = 3}) {
   int rc = -1;
   std::string out = Capture("NATS_URL=" + stack.Env("NATS_URL") + " " + testsupport::BinaryDir() +
                                 "/platformctl/platformctl init --replicas 3 2>&1",

@@ -44,11 +44,12 @@ std::string Run::Show() const {
   return o.str();
 }
 
-Cluster::Cluster() : stack({"nats"}, testsupport::StackOptions{1, 3}) {
-  // Every node's /healthz may answer before the meta leader has heard from every peer: then
-  // nats-server 2.10.27 refuses a three-replica stream "no suitable peers for placement"
-  // (10005; seen on a loaded machine, 0.1 s after the cluster was up). init is idempotent, so
-  // it is run again, as an operator would, for up to 30 s.
+Cluster::Cluster() : stack({"nats"}, testsupport::StackOptions{.nats_nodes = 3}) {
+  // The stack waits until one node leads a meta group of three current peers (StartNodes), but
+  // placement also needs each peer's own report of its JetStream resources, which comes on its
+  // own clock: nats-server 2.10.27 refused a three-replica stream "no suitable peers for
+  // placement" (10005; seen on a loaded machine, 0.1 s after every /healthz answered). init is
+  // idempotent, so it is run again, as an operator would, for up to 30 s.
   const auto deadline = Clock::now() + std::chrono::seconds(30);
   auto r = Ctl("init --replicas 3");
   while (r.rc != 0 && r.out.find("no suitable peers for placement") != std::string::npos &&

@@ -14,7 +14,7 @@
 #                           promtool test rules; the Dockerfile against CI's commands.
 #   deploy-test.sh stack    a 3-node NATS cluster from the rendered configuration, the real
 #                           binaries as their NATS users doing their jobs (PostgreSQL and Umami
-#                           from scripts/stack), every refusal of the permission matrix, and a real
+#                           from test_stack_tool), every refusal of the permission matrix, and a real
 #                           Prometheus scraping the services with the rendered configuration.
 #
 # Environment: DEPLOY_BUILD_DIR (built binaries, default build), DEPLOY_SOURCE_DIR (the repo),
@@ -52,9 +52,6 @@ cleanup() {
     kill -TERM "$p" 2>/dev/null || true
     wait "$p" 2>/dev/null || true
   done
-  if [[ -d "$work/stack" ]]; then
-    "$src/scripts/stack" --dir "$work/stack" down --purge >/dev/null 2>&1 || true
-  fi
   if [[ "${KEEP_TEST_STACK:-0}" == 1 || $rc -ne 0 ]]; then
     log "work directory kept: $work"
   else
@@ -63,18 +60,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# free_ports N BASE: N distinct TCP ports free on every interface right now, below Linux's
-# ephemeral range (32768+), where outgoing connections would take them, and outside the
-# BASE..BASE+10 block scripts/stack uses. (Ports the kernel hands out for bind(0) come from
-# that ephemeral range: one a test server meant to listen on could be taken in the meantime.)
+# free_ports N: N distinct TCP ports free on every interface right now, below Linux's ephemeral
+# range (32768+), where outgoing connections would take them. (Ports the kernel hands out for
+# bind(0) come from that ephemeral range: one a server of the rendered configuration is meant to
+# listen on could be taken in the meantime.)
 free_ports() {
   python3 -c '
 import random, socket, sys
-n, base = int(sys.argv[1]), int(sys.argv[2])
+n = int(sys.argv[1])
 socks = []
 for port in random.sample(range(10000, 32000), 2000):
-    if base <= port <= base + 10:
-        continue
     s = socket.socket()
     try:
         s.bind(("0.0.0.0", port))
@@ -84,28 +79,23 @@ for port in random.sample(range(10000, 32000), 2000):
     socks.append(s)
     if len(socks) == n:
         break
-print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1" "$2"
+print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
 }
 
 # ---- rendering ------------------------------------------------------------------------------
 # choose_ports: every port the stack test will use, free now, saved in $RD/ports.sh.
 choose_ports() {
-  local base ports
-  # scripts/stack's PostgreSQL and Umami listen on base+2 and base+10.
-  for _ in 1 2 3 4 5 6 7 8; do
-    base=$((10000 + RANDOM % 20000))  # below the ephemeral port range (32768+)
-    ss -Htln | awk '{print $4}' |
-      grep -qE ":($base|$((base + 1))|$((base + 2))|$((base + 10)))\$" || break
-  done
-  ports=$(free_ports 14 "$base")
-  read -r n1 n2 n3 c1 c2 c3 h1 h2 h3 rp mp ep dp prom <<<"$ports"
+  local ports
+  # PostgreSQL's port is rendered into the roles; Umami's is the OS's pick (test_stack_tool).
+  ports=$(free_ports 15)
+  read -r n1 n2 n3 c1 c2 c3 h1 h2 h3 rp mp ep dp prom pg <<<"$ports"
   {
     echo "NATS_PORTS='$n1 $n2 $n3'"
     echo "NATS_CLUSTER_PORTS='$c1 $c2 $c3'"
     echo "NATS_HTTP_PORTS='$h1 $h2 $h3'"
     echo "REPLAYER_PORT=$rp METRICSWRITER_PORT=$mp EXPORTER_PORT=$ep DLQ_EXPORTER_PORT=$dp"
     echo "PROM_PORT=$prom"
-    echo "STACK_BASE=$base PG_PORT=$((base + 2))"
+    echo "PG_PORT=$pg"
   } >"$RD/ports.sh"
 }
 
@@ -247,8 +237,7 @@ ports_still_free() {
   source "$RD/ports.sh"
   listening=$(ss -Htln | awk '{print $4}' | sed 's/.*://')
   for p in $NATS_PORTS $NATS_CLUSTER_PORTS $NATS_HTTP_PORTS $REPLAYER_PORT $METRICSWRITER_PORT \
-    $EXPORTER_PORT $DLQ_EXPORTER_PORT $PROM_PORT "$STACK_BASE" "$((STACK_BASE + 1))" "$PG_PORT" \
-    "$((STACK_BASE + 10))"; do
+    $EXPORTER_PORT $DLQ_EXPORTER_PORT $PROM_PORT $PG_PORT; do
     grep -qx "$p" <<<"$listening" && return 1
   done
   return 0
@@ -313,7 +302,7 @@ source "$here/dashboard-checks.sh"
 # shellcheck disable=SC2016  # $0 and the variable are the inner shell's
 NATS_SERVER=${NATS_SERVER_BIN:-$(bash -c '. "$0" && printf %s "$NATS_SERVER_DEFAULT"' \
   "$src/scripts/lib/common.sh")}
-export NATS_SERVER_BIN=$NATS_SERVER  # scripts/stack (PostgreSQL and Umami here): the same
+export NATS_SERVER_BIN=$NATS_SERVER  # for every child that starts one: the same
 if [[ $mode != render ]]; then
   [[ -x "$NATS_SERVER" ]] || die "no nats-server at $NATS_SERVER (scripts/install-deps installs it)"
   log "nats-server $("$NATS_SERVER" --version 2>&1 | sed 's/^nats-server: //') ($NATS_SERVER)"

@@ -6,7 +6,8 @@
 # Three nats-servers run the rendered configuration (cluster routes, JetStream, the accounts and
 # users). The real binaries run with their rendered environment files, changed only where a
 # container name cannot work on this host (UMAMI_URLS). The permission test needs Umami: the
-# replayer's job includes storing events there (scripts/stack's real Umami 2.10).
+# replayer's job includes storing events there (a real Umami 2.10 from test_stack_tool, the C++
+# tests' TestStack).
 
 SITE=5e5e5e5e-0000-4000-8000-00000000d001
 
@@ -464,19 +465,20 @@ stack_checks() {
     command -v "$tool" >/dev/null || die "$tool not installed (scripts/install-deps)"
   done
   for b in platformctl/platformctl replayer/replayer metricswriter/metricswriter bench/webgen \
-           tests/deploy/nats_probe; do
+           tests/deploy/nats_probe tests/test_stack_tool; do
     [[ -x "$build/$b" ]] || die "$build/$b is not built"
   done
   local port
   for port in $NATS_PORTS $NATS_CLUSTER_PORTS $NATS_HTTP_PORTS $REPLAYER_PORT $METRICSWRITER_PORT \
-              $EXPORTER_PORT $DLQ_EXPORTER_PORT $PROM_PORT $PG_PORT $((STACK_BASE + 10)); do
+              $EXPORTER_PORT $DLQ_EXPORTER_PORT $PROM_PORT $PG_PORT; do
     ! ss -Htln | awk '{print $4}' | grep -qE ":$port\$" ||
       die "port $port, free when the roles were rendered, is in use now: render again"
   done
-  log "PostgreSQL and Umami from scripts/stack (base port $STACK_BASE), in the background"
-  "$src/scripts/stack" --dir "$work/stack" --base-port "$STACK_BASE" up pg umami \
+  log "PostgreSQL (port $PG_PORT) and Umami from test_stack_tool, in the background"
+  "$build/tests/test_stack_tool" --pg-port "$PG_PORT" --env-file "$work/stack.env" \
     >"$work/stack.log" 2>&1 &
   local stack_pid=$!
+  pids+=("$stack_pid")  # stopped last by cleanup (SIGTERM: the tool stops its servers)
   # A fresh JetStream store (the one the rendered configuration names), even when run twice.
   local store
   while read -r store; do
@@ -486,8 +488,10 @@ stack_checks() {
   NATS_URL=$(grep '^NATS_URL=' "$R/core-1/core/env/replayer.env" | cut -d= -f2-)
   EDGE_PASSWORD=$(sed -n '/user: "edge"/{n;s/.*password: "\(.*\)"/\1/p}' "$R/nats-1/nats/nats-server.conf")
   start_nats || die "the NATS cluster did not come up; see $work/nats-*.log"
-  wait "$stack_pid" || { tail -20 "$work/stack.log"; die "scripts/stack up pg umami failed"; }
-  UMAMI_URLS=$(grep '^UMAMI_URLS=' "$work/stack/env" | cut -d= -f2-)
+  # The tool writes its env file once both servers answer, or exits with the reason.
+  while [[ ! -s "$work/stack.env" ]] && kill -0 "$stack_pid" 2>/dev/null; do sleep 0.2; done
+  [[ -s "$work/stack.env" ]] || { tail -20 "$work/stack.log"; die "test_stack_tool failed"; }
+  UMAMI_URLS=$(grep '^UMAMI_URLS=' "$work/stack.env" | cut -d= -f2-)
   pass "PostgreSQL and Umami up ($UMAMI_URLS)"
   tls_checks
   job_checks

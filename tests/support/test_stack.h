@@ -54,6 +54,9 @@ std::string CollapsedTail(const std::string& path, size_t groups);
 struct StackOptions {
   int umami_processes = 1;
   int nats_nodes = 1;  // 1: one nats-server; 3: a JetStream cluster
+  // PostgreSQL's port when a configuration was rendered with one (the deploy test's roles);
+  // 0: the OS's pick.
+  int pg_port = 0;
 };
 
 class TestStack {

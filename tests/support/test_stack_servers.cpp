@@ -11,7 +11,7 @@
 namespace testsupport {
 
 TestStack::TestStack(const std::vector<std::string>& components, int umami_processes)
-    : TestStack(components, StackOptions{umami_processes, 1}) {}
+    : TestStack(components, StackOptions{.umami_processes = umami_processes}) {}
 
 namespace {
 
@@ -51,7 +51,7 @@ TestStack::TestStack(const std::vector<std::string>& components, const StackOpti
   try {
     if (Has(components, "nats")) StartNats();
     if (Has(components, "pg")) {
-      pg_ = std::make_unique<stack::PgServer>(dir_);
+      pg_ = std::make_unique<stack::PgServer>(dir_, options.pg_port);
       pg_->Start();
     }
     if (Has(components, "umami")) {

@@ -87,7 +87,8 @@ std::vector<std::unique_ptr<NatsNode>> MakeNatsNodes(const std::string& dir, con
                                                      int nodes, const std::string& tag);
 
 // Spawns every node, then waits for each (a cluster elects its meta leader only when a quorum
-// runs).
+// runs); with two or more, also until one node leads a meta group in which every other node is
+// a current follower (its /jsz). Throws.
 void StartNodes(const std::vector<NatsNode*>& nodes);
 
 }  // namespace testsupport::stack

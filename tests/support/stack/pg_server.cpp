@@ -44,7 +44,8 @@ std::string ReadAll(const std::string& path) {
 
 }  // namespace
 
-PgServer::PgServer(const std::string& dir) : ServerProcess(SIGINT), dir_(dir), bin_(PgBin()) {
+PgServer::PgServer(const std::string& dir, int port)
+    : ServerProcess(SIGINT), dir_(dir), bin_(PgBin()), port_(port), fixed_port_(port != 0) {
   if (geteuid() == 0) {
     run_as_ = "postgres";
     if (getpwnam("postgres") == nullptr) {
@@ -148,17 +149,18 @@ bool PgServer::Spawn() {
 
 void PgServer::Start() {
   if (process_.Running()) return;
-  if (started_once_) {
+  if (started_once_ || fixed_port_) {
     if (!Spawn()) Fail("PostgreSQL: port " + std::to_string(port_) + " taken", process_);
-    return;
+    if (started_once_) return;
+  } else {
+    // Between our pick and postgres's bind another test may take the port: pick again.
+    bool up = false;
+    for (int attempt = 0; attempt < 5 && !up; ++attempt) {
+      port_ = PickPort();
+      up = Spawn();
+    }
+    if (!up) Fail("PostgreSQL: five ports in a row were taken", process_);
   }
-  // Between our pick and postgres's bind another test may take the port: pick again.
-  bool up = false;
-  for (int attempt = 0; attempt < 5 && !up; ++attempt) {
-    port_ = PickPort();
-    up = Spawn();
-  }
-  if (!up) Fail("PostgreSQL: five ports in a row were taken", process_);
   started_once_ = true;
   for (const char* db : {"umami", "metrics"}) {
     if (Psql("postgres", {"-c", std::string("CREATE DATABASE ") + db}, log_path()) != 0) {

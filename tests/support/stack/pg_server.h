@@ -22,8 +22,10 @@ namespace testsupport::stack {
 
 class PgServer : public ServerProcess {  // Stop: fast shutdown (SIGINT)
  public:
-  // Makes the cluster (initdb) in the place described above; does not start it. Throws.
-  explicit PgServer(const std::string& dir);
+  // Makes the cluster (initdb) in the place described above; does not start it. port: one the
+  // caller chose (a configuration was rendered with it), never re-picked; 0: the OS's pick.
+  // Throws.
+  explicit PgServer(const std::string& dir, int port = 0);
   ~PgServer();  // immediate shutdown (SIGQUIT), then the private data directory goes
   PgServer(const PgServer&) = delete;
   PgServer& operator=(const PgServer&) = delete;
@@ -56,6 +58,7 @@ class PgServer : public ServerProcess {  // Stop: fast shutdown (SIGINT)
   std::string data_, sock_;
   std::string run_as_;  // "postgres" as root, else ""
   int port_ = 0;
+  bool fixed_port_ = false;
   bool started_once_ = false;
 };
 

@@ -119,6 +119,11 @@ void Process::Start(const ProcessSpec& spec) {
   }
   if (pid == 0) {
     setpgid(0, 0);
+    // A parent that waits for its stop signal with them blocked (test_stack_tool) must not pass
+    // the mask on: a server that cannot receive SIGTERM would only ever be killed.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     const int null = open("/dev/null", O_RDONLY);
     dup2(null, 0);
     dup2(log, 1);
@@ -275,6 +280,14 @@ int HttpStatus(int port, const std::string& path, int timeout_ms) {
   c.set_read_timeout(std::chrono::milliseconds(timeout_ms));
   auto r = c.Get(path);
   return r ? r->status : 0;
+}
+
+std::string HttpGetBody(int port, const std::string& path, int timeout_ms) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(std::chrono::milliseconds(timeout_ms));
+  c.set_read_timeout(std::chrono::milliseconds(timeout_ms));
+  auto r = c.Get(path);
+  return r && r->status == 200 ? r->body : "";
 }
 
 int HttpPost(int port, const std::string& path, const std::string& body,

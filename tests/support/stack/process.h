@@ -109,6 +109,8 @@ int PickPort();
 
 // One HTTP request to http://127.0.0.1:port<path>; the status (0 when there was no answer).
 int HttpStatus(int port, const std::string& path, int timeout_ms = 2000);
+// The body of a 200 answer; "" for any other answer or none.
+std::string HttpGetBody(int port, const std::string& path, int timeout_ms = 2000);
 int HttpPost(int port, const std::string& path, const std::string& body,
              const std::map<std::string, std::string>& headers, int timeout_ms);
 
