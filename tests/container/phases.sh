@@ -238,7 +238,7 @@ for l in json.load(sys.stdin)["leaders"]:
 }
 
 phase_failover() {
-  log "phase b (failover drill): 2,000 events and 200 batches over 40 s; the leaders killed at 10 s"
+  log "phase b (failover drill): 2,000 events and 200 batches over 40 s; the leaders killed once a fifth is stored"
   local rl ml rc mc rr0 mr0 t_kill svc node c
   # The leaders as their /metrics say now: one reading can miss (a page not served within
   # curl's 5 s on a loaded machine, a lease between holders), so wait for an answer.
@@ -255,7 +255,9 @@ phase_failover() {
   load b 2000 200 40 &
   load_pids+=($!)
   local load_pid=$!
-  sleep 10
+  # The fault comes while both services are at work: once their work shows in the stores.
+  wait_until 60 "phase b under way: 400 events and 40 batches stored" stored b 400 40 ||
+    die "phase b's traffic was not being stored"
   crash "$rc" "$mc"
   t_kill=$crashed_at
   log "killed the replayer of core-$rl and the metricswriter of core-$ml (SIGKILL to the process)"
@@ -291,7 +293,7 @@ phase_failover() {
 }
 
 phase_nats_kill() {
-  log "phase c: 1,000 events and 100 batches over 30 s; the NATS node leading WEB_EVENTS killed at 8 s"
+  log "phase c: 1,000 events and 100 batches over 30 s; the NATS node leading WEB_EVENTS killed once a quarter is stored"
   local node c r0
   wait_until 60 "every stream has a leader before phase c" streams_led || die "a stream has no leader before phase c"
   node=$(stream_leader WEB_EVENTS) || die "the leader of WEB_EVENTS could not be read"
@@ -300,7 +302,8 @@ phase_nats_kill() {
   load c 1000 100 30 &
   load_pids+=($!)
   local load_pid=$!
-  sleep 8
+  wait_until 60 "phase c under way: 250 events and 25 batches stored" stored c 250 25 ||
+    die "phase c's traffic was not being stored"
   crash "$c"
   log "killed nats-$node (it led WEB_EVENTS; SIGKILL to nats-server)"
   wait_until 120 "nats-$node restarted by its restart policy" \
