@@ -224,7 +224,8 @@ struct EngineCore::State {
     return n;
   }
 
-  // engine_core.cpp: intake, budget, timers, stop.
+  // engine_core.cpp: intake, budget, stop; engine_core_timers.cpp: Arm, CompactTimers, Fire,
+  // Tick.
   void AfterInput(TimePoint now);
   void MaybeFetch(TimePoint now);
   int FetchRoom() const;  // what the next fetch may ask for; 0: not now
