@@ -109,6 +109,9 @@ void Run(PartitionFixture& f, const Scenario& s) {
   std::this_thread::sleep_for(half);
   const std::string seen = f.OperatorView();
   std::this_thread::sleep_for(half);
+  // The heal takes a while on a loaded machine (2.85 s once: rules removed one by one): a stall
+  // that begins while it is under way is the heal's, not the fault's.
+  const int64_t heal_begin_ns = WallNs();
   s.heal();
   const int64_t heal_ns = WallNs();
   load.Join();
@@ -194,10 +197,12 @@ void Run(PartitionFixture& f, const Scenario& s) {
   CHECK(rterms.overlaps == 0);
   CHECK(wterms.overlaps == 0);
   if (s.resumes_before_heal) {
-    const double heal_s = static_cast<double>(heal_ns - fault_ns) / 1e9;
+    const double heal_s = static_cast<double>(heal_begin_ns - fault_ns) / 1e9;
+    const double healed_s = static_cast<double>(heal_ns - fault_ns) / 1e9;
     for (const auto& stall : {web_stall, api_stall}) {
       INFO("a stall of " << stall.seconds << " s from " << stall.began_s
-                         << " s after the fault began, which was healed at " << heal_s << " s");
+                         << " s after the fault began; the heal began at " << heal_s
+                         << " s and ended at " << healed_s << " s");
       CHECK((stall.began_s >= heal_s || stall.began_s + stall.seconds < heal_s));
     }
   }
