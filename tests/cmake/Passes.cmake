@@ -39,12 +39,13 @@ endfunction()
 if(CORE_PASS_ASAN_DIR)
   _core_pass(NAME "sanitizer build" FIXTURE pass_asan
     COMMAND nice -n 10 ninja -C ${CORE_PASS_ASAN_DIR} -j${_pass_cores})
-  # The nested run has the sanitizer build's own kinds and slots; here it holds half the
-  # machine, and its -j lets it use more while the others wait on their faults. The Umami tests
+  # The nested run has the sanitizer build's own kinds and slots; here it holds 3 slots in 8
+  # (no more: a test that needs many at once starves), and its -j lets it use more while the
+  # others wait on their faults. The Umami tests
   # and the timing tests run in the plain build only (a sanitizer's slowdown is not what their
   # waits and answers measure).
   math(EXPR _pass_asan_jobs "3 * ${_pass_cores}")
-  math(EXPR _pass_asan_slots "${CORE_TEST_JOBS} / 2")
+  math(EXPR _pass_asan_slots "3 * ${CORE_TEST_JOBS} / 8")
   add_test(NAME "sanitizer tests" COMMAND ${CMAKE_CTEST_COMMAND} --test-dir ${CORE_PASS_ASAN_DIR}
     -LE "umami|timing" --output-on-failure -j${_pass_asan_jobs} --timeout 900)
   set_tests_properties("sanitizer tests" PROPERTIES LABELS "pass;sanitizer"

@@ -269,7 +269,10 @@ dockerfile_checks() {
     grep -qE '^(RUN |    )scripts/install-deps --build-only' '$df' &&
     ci=\$(grep -E '^cmake -S \. -B \"\\\$build\" ' '$src/scripts/test' | grep -oE '(-G [A-Za-z]+|-D[A-Z_]+=[A-Za-z0-9]+)' | sort) &&
     img=\$(grep -E 'cmake -S \. -B build ' '$df' | grep -oE '(-G [A-Za-z]+|-D[A-Z_]+=[A-Za-z0-9]+)' | sort) &&
-    [ -n \"\$ci\" ] && [ \"\$ci\" = \"\$img\" ] || { echo \"CI: \$ci\"; echo \"image: \$img\"; exit 1; }"
+    [ -n \"\$ci\" ] && [ \"\$ci\" = \"\$img\" ] || { echo \"CI: \$ci\"; echo \"image: \$img\"; exit 1; }
+    ci=\$(grep -A1 -E '^cmake -S \. -B \"\\\$build\" ' '$src/scripts/test' | grep -oE -- '-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=\"[^\"]*\"') &&
+    img=\$(grep -oE -- '-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=\"[^\"]*\"' '$df') &&
+    [ -n \"\$ci\" ] && [ \"\$ci\" = \"\$img\" ] || { echo \"CI flags: \$ci\"; echo \"image flags: \$img\"; exit 1; }"
   check "Dockerfile runtime packages provide every library the binaries link" \
     bash "$here/runtime-libs.sh" "$df" "$build"
   check ".dockerignore keeps build trees and caches out of the context" bash -c "
