@@ -141,6 +141,11 @@ void Run(PartitionFixture& f, const Scenario& s) {
   const auto inserts = partition_test::CountHandovers(f.Inserts(), fault_ns - 60'000'000'000);
   const auto rterms = partition_test::CheckTerms(f.Terms('r'));
   const auto wterms = partition_test::CheckTerms(f.Terms('w'));
+  // Drained: what the streams still hold was acked and not removed. nats-server 2.9.10 left such
+  // messages behind after a node's isolation; the supported servers (2.10.27 and later) have
+  // not, so here one is a failure, as in the cluster tests (docs/operations.md).
+  const uint64_t web_left = f.Held(*observer, "WEB_EVENTS");
+  const uint64_t api_left = f.Held(*observer, "API_METRICS");
   const auto web_stall = web.LongestStall(fault_ns);
   const auto api_stall = api.LongestStall(fault_ns);
 
@@ -173,9 +178,8 @@ void Run(PartitionFixture& f, const Scenario& s) {
       static_cast<long long>(api_dlq), web_stall.seconds, web_stall.began_s, api_stall.seconds,
       api_stall.began_s, drain_s, rterms.Describe().c_str(), sends.Describe().c_str(),
       wterms.Describe().c_str(), inserts.Describe().c_str(), seen.c_str(), load.retried(),
-      static_cast<long long>(load.longest_ms()),
-      static_cast<unsigned long long>(f.Held(*observer, "WEB_EVENTS")),
-      static_cast<unsigned long long>(f.Held(*observer, "API_METRICS")));
+      static_cast<long long>(load.longest_ms()), static_cast<unsigned long long>(web_left),
+      static_cast<unsigned long long>(api_left));
   std::fputs(text, stdout);
   std::fflush(stdout);
   // CTest shows a passing test's output to nobody: scripts/test prints this file after the run.
@@ -192,6 +196,8 @@ void Run(PartitionFixture& f, const Scenario& s) {
   CHECK(api_dlq == 0);
   CHECK(dups <= bound);
   CHECK(points == batches_stored * kPoints);
+  CHECK(web_left == 0);
+  CHECK(api_left == 0);
   // The lease's promise; what Umami and PostgreSQL saw is printed above (a send under way, or
   // delayed on a lossy link, may arrive after the new leader's first).
   CHECK(rterms.overlaps == 0);

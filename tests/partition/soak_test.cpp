@@ -340,6 +340,9 @@ TEST_CASE("soak: steady traffic with kills, node restarts and partitions loses n
   CHECK(lost_batches == 0);
   CHECK(web_dlq == 0);
   CHECK(api_dlq == 0);
+  // Left behind (acked, not removed): seen on 2.9.10 only; a failure on the supported servers.
+  CHECK(web_left == 0);
+  CHECK(api_left == 0);
   CHECK(rterms.overlaps == 0);
   CHECK(wterms.overlaps == 0);
 }
