@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -39,6 +40,18 @@ std::optional<T> WholeAt(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end()) return std::nullopt;
   return Whole<T>(*it);
+}
+
+// Member `key` as a count: a whole number 0 or more, else 0 (absent, negative, float, text).
+inline uint64_t CountAt(const nlohmann::json& j, const char* key) {
+  return WholeAt<uint64_t>(j, key).value_or(0);
+}
+
+// Member `key` when it is a string, else "".
+inline std::string StringAt(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 }  // namespace platformctl::json_whole

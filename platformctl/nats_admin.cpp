@@ -73,26 +73,16 @@ Result<StreamInfoPtr> GetInfo(NatsClient& client, const std::string& stream) {
   return info;
 }
 
-uint64_t U64(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>()
-         : it != j.end() && it->is_number_integer()
-             ? static_cast<uint64_t>(std::max<int64_t>(0, it->get<int64_t>()))
-             : 0;
-}
+using json_whole::CountAt;
+using json_whole::StringAt;
 
 // A float is not read (json_whole.h: get<int64_t> of 1e300 is undefined behaviour).
 int64_t I64(const nlohmann::json& j, const char* key, int64_t otherwise = 0) {
   return json_whole::WholeAt<int64_t>(j, key).value_or(otherwise);
 }
 
-std::string Str(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 int64_t TimeNs(const nlohmann::json& j, const char* key) {
-  auto t = ParseJsTime(Str(j, key));
+  auto t = ParseJsTime(StringAt(j, key));
   return t ? *t : 0;
 }
 
@@ -114,13 +104,13 @@ backlog::StreamReading StateOf(const std::string& stream, const nlohmann::json& 
   r.read_at_ns = NowUnixNs();
   r.name = stream;
   const auto& st = info["state"];
-  r.messages = U64(st, "messages");
-  r.bytes = U64(st, "bytes");
-  r.first_seq = U64(st, "first_seq");
-  r.last_seq = U64(st, "last_seq");
+  r.messages = CountAt(st, "messages");
+  r.bytes = CountAt(st, "bytes");
+  r.first_seq = CountAt(st, "first_seq");
+  r.last_seq = CountAt(st, "last_seq");
   r.first_ns = TimeNs(st, "first_ts");
   r.work_queue = info.contains("config") && info["config"].is_object() &&
-                 Str(info["config"], "retention") == "workqueue";
+                 StringAt(info["config"], "retention") == "workqueue";
   if (info.contains("config") && info["config"].is_object()) {
     const int64_t max_bytes = I64(info["config"], "max_bytes");
     r.max_bytes = max_bytes > 0 ? max_bytes : -1;
@@ -132,17 +122,17 @@ backlog::ConsumerReading ConsumerOf(const nlohmann::json& ci) {
   backlog::ConsumerReading c;
   const nlohmann::json empty = nlohmann::json::object();
   const auto& cfg = ci.contains("config") && ci["config"].is_object() ? ci["config"] : empty;
-  c.name = Str(ci, "name");
-  if (c.name.empty()) c.name = Str(cfg, "durable_name");
-  if (c.name.empty()) c.name = Str(cfg, "name");
-  c.pending = U64(ci, "num_pending");
-  c.unacked = U64(ci, "num_ack_pending");
-  c.redelivered = U64(ci, "num_redelivered");
+  c.name = StringAt(ci, "name");
+  if (c.name.empty()) c.name = StringAt(cfg, "durable_name");
+  if (c.name.empty()) c.name = StringAt(cfg, "name");
+  c.pending = CountAt(ci, "num_pending");
+  c.unacked = CountAt(ci, "num_ack_pending");
+  c.redelivered = CountAt(ci, "num_redelivered");
   const auto& d = ci.contains("delivered") && ci["delivered"].is_object() ? ci["delivered"] : empty;
   const auto& a = ci.contains("ack_floor") && ci["ack_floor"].is_object() ? ci["ack_floor"] : empty;
-  c.delivered_seq = U64(d, "consumer_seq");
-  c.ack_floor_seq = U64(a, "consumer_seq");
-  c.ack_floor_stream_seq = U64(a, "stream_seq");
+  c.delivered_seq = CountAt(d, "consumer_seq");
+  c.ack_floor_seq = CountAt(a, "consumer_seq");
+  c.ack_floor_stream_seq = CountAt(a, "stream_seq");
   c.last_delivered_ns = TimeNs(d, "last_active");
   c.last_acked_ns = TimeNs(a, "last_active");
   c.max_ack_pending = I64(cfg, "max_ack_pending");
@@ -152,13 +142,13 @@ backlog::ConsumerReading ConsumerOf(const nlohmann::json& ci) {
   if (ci.contains("cluster") && ci["cluster"].is_object()) {
     const auto& cl = ci["cluster"];
     const auto rs = cl.find("replicas");
-    if (Str(cl, "leader").empty() && rs != cl.end() && rs->is_array() && !rs->empty()) {
+    if (StringAt(cl, "leader").empty() && rs != cl.end() && rs->is_array() && !rs->empty()) {
       all_offline = std::all_of(rs->begin(), rs->end(), [](const nlohmann::json& r) {
         return r.is_object() && r.value("offline", false);
       });
     }
   }
-  c.offline = Str(ci, "name").empty() || all_offline;
+  c.offline = StringAt(ci, "name").empty() || all_offline;
   return c;
 }
 
@@ -362,131 +352,6 @@ Result<std::vector<std::string>> StreamNames(NatsClient& client, Millis patience
     jsStreamNamesList_Destroy(raw);
   }
   return names;
-}
-
-std::string ReplicaSet::Leader() const {
-  for (const auto& p : peers) {
-    if (p.leader) return p.name;
-  }
-  return "";
-}
-
-bool ReplicaSet::AllCurrent() const {
-  if (static_cast<int>(peers.size()) < configured) return false;
-  return std::all_of(peers.begin(), peers.end(), [](const Replica& p) {
-    return p.leader || (p.current && !p.offline && p.lag == 0);
-  });
-}
-
-Result<ReplicaSet> ParseReplicas(std::string_view answer) {
-  auto j = nlohmann::json::parse(answer, nullptr, false);
-  if (!j.is_object() || !j.contains("config") || !j.contains("state")) {
-    return Error::Permanent("stream info: an answer that is not JetStream's");
-  }
-  ReplicaSet rs;
-  rs.configured = static_cast<int>(I64(j["config"], "num_replicas", 1));
-  const auto& st = j["state"];
-  rs.messages = U64(st, "messages");
-  rs.first_seq = U64(st, "first_seq");
-  rs.last_seq = U64(st, "last_seq");
-  rs.num_deleted = U64(st, "num_deleted");
-  auto cl = j.find("cluster");
-  // One replica (alone or in a cluster) has no raft group in nats-server 2.9: its store is all.
-  rs.raft = rs.configured > 1;
-  if (cl == j.end() || !cl->is_object()) return rs;
-  std::string leader = Str(*cl, "leader");
-  if (!leader.empty()) {
-    Replica l;
-    l.name = leader;
-    l.leader = true;
-    l.current = true;
-    rs.peers.push_back(l);
-  }
-  auto reps = cl->find("replicas");
-  if (reps != cl->end() && reps->is_array()) {
-    for (const auto& r : *reps) {
-      if (!r.is_object()) continue;
-      Replica p;
-      p.name = Str(r, "name");
-      p.current = r.value("current", false);
-      p.offline = r.value("offline", false);
-      p.lag = U64(r, "lag");
-      p.active_seconds_ago = static_cast<double>(I64(r, "active")) / 1e9;
-      rs.peers.push_back(p);
-    }
-  }
-  return rs;
-}
-
-Result<ReplicaSet> ReadReplicas(NatsClient& client, const std::string& stream) {
-  Patience patience;
-  auto answer =
-      ApiRequest(client, "$JS.API.STREAM.INFO." + stream, "", "stream info " + stream, patience);
-  if (!answer) return answer.error();
-  return ParseReplicas(*answer);
-}
-
-namespace {
-
-Status Success(const Result<std::string>& answer, const std::string& what) {
-  if (!answer) return answer.error();
-  auto j = nlohmann::json::parse(*answer, nullptr, false);
-  if (j.is_object() && j.value("success", false)) return Status::Ok();
-  return Error::Permanent(what + ": an unexpected answer: " + answer->substr(0, 200));
-}
-
-}  // namespace
-
-Status StepDown(NatsClient& client, const std::string& stream) {
-  Patience patience;
-  const std::string what = "step down the leader of " + stream;
-  return Success(ApiRequest(client, "$JS.API.STREAM.LEADER.STEPDOWN." + stream, "", what, patience),
-                 what);
-}
-
-Status RemovePeer(NatsClient& client, const std::string& stream, const std::string& peer) {
-  Patience patience;
-  const std::string what = "remove " + peer + " from the replicas of " + stream;
-  nlohmann::json body = {{"peer", peer}};
-  auto answer =
-      ApiRequest(client, "$JS.API.STREAM.PEER.REMOVE." + stream, body.dump(), what, patience);
-  // 10075 "peer remap failed": no other server could take its place. 2.9 and 2.10 remove the
-  // peer anyway, 2.15 does not: only the replicas read back below tell which happened.
-  const bool remap_failed = !answer && answer.error().code == common::js_error::kPeerRemapFailed;
-  if (!remap_failed) {
-    if (Status s = Success(answer, what); !s) return s;
-  }
-  const std::string said = remap_failed ? answer.error().message : "success";
-  // The server applies the removal through its meta group after answering: poll a while.
-  const auto deadline = std::chrono::steady_clock::now() + kPeerRemovalWait;
-  Status judged = Error::Permanent(what + ": the stream's replicas could not be read back");
-  while (true) {
-    auto rs = ReadReplicas(client, stream);
-    if (rs) {
-      judged = JudgePeerRemoval(stream, peer, *rs, said);
-    } else {
-      judged = Error{rs.error().kind,
-                     what + ": answered " + said +
-                         ", and reading the replicas back failed: " + rs.error().message};
-    }
-    if (judged || std::chrono::steady_clock::now() >= deadline) return judged;
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
-}
-
-Status JudgePeerRemoval(const std::string& stream, const std::string& peer, const ReplicaSet& after,
-                        const std::string& answer) {
-  std::string names;
-  bool still = false;
-  for (const auto& p : after.peers) {
-    names += (names.empty() ? "" : ", ") + p.name + (p.leader ? " (leader)" : "");
-    still = still || p.name == peer;
-  }
-  if (!still) return Status::Ok();
-  return Error::Permanent("nats-server did not remove " + peer + " from the replicas of " + stream +
-                          " (it answered: " + answer + "): " + peer +
-                          " is still a replica (replicas: " + names +
-                          "), so its copy of the stream and its raft log were not deleted");
 }
 
 Status SetReplicas(NatsClient& client, const std::string& stream, int replicas) {

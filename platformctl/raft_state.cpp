@@ -4,23 +4,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "platformctl/json_whole.h"
+
 namespace platformctl::raft {
 namespace {
 
 // Read by type: an answer is input we do not control (another server version, a proxy).
-uint64_t U64(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end()) return 0;
-  if (it->is_number_unsigned()) return it->get<uint64_t>();
-  if (it->is_number_integer())
-    return static_cast<uint64_t>(std::max<int64_t>(0, it->get<int64_t>()));
-  return 0;
-}
-
-std::string Str(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
+using json_whole::CountAt;
+using json_whole::StringAt;
 
 const nlohmann::json* Object(const nlohmann::json& j, const std::string& key) {
   if (!j.is_object()) return nullptr;
@@ -37,8 +28,8 @@ common::Result<std::optional<LogState>> ParseRaftz(std::string_view answer,
   const nlohmann::json* server = Object(j, "server");
   if (server == nullptr) return common::Error::Permanent("raftz: an answer that is not a server's");
   if (const nlohmann::json* e = Object(j, "error")) {
-    return common::Error::Permanent("raftz of " + Str(*server, "name") + ": " +
-                                    Str(*e, "description"));
+    return common::Error::Permanent("raftz of " + StringAt(*server, "name") + ": " +
+                                    StringAt(*e, "description"));
   }
   const nlohmann::json* data = Object(j, "data");
   if (data == nullptr) return common::Error::Permanent("raftz: an answer without data");
@@ -46,14 +37,14 @@ common::Result<std::optional<LogState>> ParseRaftz(std::string_view answer,
   const nlohmann::json* g = acc != nullptr ? Object(*acc, group) : nullptr;
   if (g == nullptr) return std::optional<LogState>();
   LogState s;
-  s.server = Str(*server, "name");
-  s.committed = U64(*g, "committed");
-  s.applied = U64(*g, "applied");
+  s.server = StringAt(*server, "name");
+  s.committed = CountAt(*g, "committed");
+  s.applied = CountAt(*g, "applied");
   if (const nlohmann::json* wal = Object(*g, "wal")) {
-    s.first = U64(*wal, "first_seq");
-    s.last = U64(*wal, "last_seq");
-    s.entries = U64(*wal, "messages");
-    s.bytes = U64(*wal, "bytes");
+    s.first = CountAt(*wal, "first_seq");
+    s.last = CountAt(*wal, "last_seq");
+    s.entries = CountAt(*wal, "messages");
+    s.bytes = CountAt(*wal, "bytes");
   } else {
     return common::Error::Permanent("raftz of " + s.server + ": group " + group +
                                     " without its log (wal)");
@@ -74,8 +65,8 @@ std::string AccountOfGroup(std::string_view jsz_answer, const std::string& group
     if (streams == a.end() || !streams->is_array()) continue;
     for (const auto& s : *streams) {
       const nlohmann::json* cl = Object(s, "cluster");
-      if (cl != nullptr && Str(*cl, "raft_group") == group) return Str(a, "name");
-      if (s.is_object() && Str(s, "stream_raft_group") == group) return Str(a, "name");
+      if (cl != nullptr && StringAt(*cl, "raft_group") == group) return StringAt(a, "name");
+      if (s.is_object() && StringAt(s, "stream_raft_group") == group) return StringAt(a, "name");
     }
   }
   return "";
@@ -84,7 +75,7 @@ std::string AccountOfGroup(std::string_view jsz_answer, const std::string& group
 std::string GroupOfStreamInfo(std::string_view stream_info_answer) {
   auto j = nlohmann::json::parse(stream_info_answer, nullptr, false);
   const nlohmann::json* cl = Object(j, "cluster");
-  return cl != nullptr ? Str(*cl, "raft_group") : "";
+  return cl != nullptr ? StringAt(*cl, "raft_group") : "";
 }
 
 LogVerdict JudgeLogs(const std::vector<std::string>& replicas, const std::vector<LogState>& states,
