@@ -11,7 +11,7 @@
 #include "common/nats_client.h"
 #include "common/service_cli.h"
 #include "common/timefmt.h"
-#include "platformctl/dlq_cli.h"
+#include "platformctl/dlq/cli.h"
 #include "platformctl/exporter.h"
 #include "platformctl/init.h"
 #include "platformctl/leaders.h"

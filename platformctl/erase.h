@@ -5,7 +5,7 @@
 // are read to match a visitor and never printed or logged.
 #pragma once
 
-#include "platformctl/dlq_run.h"
+#include "platformctl/dlq/run.h"
 #include "platformctl/erase_match.h"
 
 namespace platformctl::erase {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "platformctl/dlq_run.h"
+#include "platformctl/dlq/run.h"
 #include "platformctl/raft_state.h"
 
 namespace platformctl::dlq {

@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "platformctl/dlq_select.h"
+#include "platformctl/dlq/select.h"
 #include "platformctl/nats_admin.h"
 #include "platformctl/raft_state.h"
 

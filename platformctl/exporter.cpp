@@ -14,9 +14,9 @@
 #include "common/stop_signal.h"
 #include "common/timefmt.h"
 #include "platformctl/app.h"
-#include "platformctl/dlq_reasons.h"
-#include "platformctl/dlq_run.h"
-#include "platformctl/dlq_select.h"
+#include "platformctl/dlq/reasons.h"
+#include "platformctl/dlq/run.h"
+#include "platformctl/dlq/select.h"
 #include "platformctl/streams.h"
 
 namespace platformctl {

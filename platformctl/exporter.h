@@ -29,7 +29,7 @@ struct ExporterOptions {
   std::string listen;               // host:port of /metrics and /healthz
   std::vector<std::string> only;    // stream names; empty = every stream on the server
   common::Millis interval{10'000};  // between readings; 0 = one reading per scrape
-  // --dlq-reasons: also count WEB_DLQ's and API_DLQ's messages by reason (dlq_reasons.h),
+  // --dlq-reasons: also count WEB_DLQ's and API_DLQ's messages by reason (dlq/reasons.h),
   // reading at most this many new sequences of each per reading.
   bool dlq_reasons = false;
   uint64_t dlq_reasons_per_reading = 10'000;

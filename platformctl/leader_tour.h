@@ -3,7 +3,7 @@
 // leadership with a step-down, and goes on until every usable replica has answered as leader or
 // a bound is reached.
 //
-// The walk decides; LeaderTourOps talks to the cluster. dlq_verify.cpp implements the ops on
+// The walk decides; LeaderTourOps talks to the cluster. dlq/verify.cpp implements the ops on
 // nats-server's JetStream API; tests/platformctl/leader_tour_test.cpp implements them on a model
 // of how nats-server 2.9 picks the next leader, so the bounds are tested without a cluster.
 // Runs on the calling thread; the ops are borrowed for the call.

@@ -18,8 +18,8 @@
 #include "common/message.h"
 #include "common/nats_client.h"
 #include "common/result.h"
-#include "platformctl/dlq_select.h"
-#include "platformctl/nats_dlq.h"
+#include "platformctl/dlq/nats.h"
+#include "platformctl/dlq/select.h"
 
 namespace platformctl::queue {
 

@@ -1,6 +1,6 @@
 // Dead letters and redrive task records under libFuzzer: the dead letter the services build
 // from a hostile message (common/dead_letter.h), and what platformctl reads back from a DLQ
-// message's headers and from KV dlq_tasks (platformctl/dlq_select.h, dlq_task.h). The first byte
+// message's headers and from KV dlq_tasks (platformctl/dlq/select.h, dlq/task.h). The first byte
 // picks the reader. Checks: a dead letter's own headers are one line each and within their
 // bounds, a DLQ copy is never more than MaxGrowth() bytes bigger than its origin, what is shown to
 // an operator is printable, and a task record read back encodes and reads again to the same.
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "common/dead_letter.h"
-#include "platformctl/dlq_select.h"
-#include "platformctl/dlq_task.h"
+#include "platformctl/dlq/select.h"
+#include "platformctl/dlq/task.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

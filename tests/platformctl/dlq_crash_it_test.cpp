@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "platformctl/dlq_run.h"
+#include "platformctl/dlq/run.h"
 #include "tests/platformctl/dlq_fixture.h"
 
 using testsupport::TestStack;

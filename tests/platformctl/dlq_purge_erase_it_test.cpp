@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "platformctl/nats_dlq.h"
+#include "platformctl/dlq/nats.h"
 #include "tests/platformctl/dlq_fixture.h"
 
 using dlqtest::Ctl;

@@ -1,6 +1,6 @@
-// The exporter's tally of a DLQ's messages by reason (platformctl/dlq_reasons.h): which
+// The exporter's tally of a DLQ's messages by reason (platformctl/dlq/reasons.h): which
 // sequences it reads at each reading, and the bounded labels.
-#include "platformctl/dlq_reasons.h"
+#include "platformctl/dlq/reasons.h"
 
 #include <catch2/catch.hpp>
 

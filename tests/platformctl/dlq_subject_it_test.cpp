@@ -13,7 +13,7 @@
 #include "common/dead_letter.h"
 #include "common/nats_kv.h"
 #include "common/topology.h"
-#include "platformctl/dlq_task.h"
+#include "platformctl/dlq/task.h"
 #include "tests/platformctl/dlq_fixture.h"
 
 using dlqtest::Ctl;

@@ -1,15 +1,15 @@
 // platformctl/dlq_subject: a replay publishes only to one literal subject of the origin stream.
 // A cut, wildcard or space-holding origin subject is skipped and kept (a space splits the
 // publish line and nats-server drops the connection); --to-subject is checked the same way.
-#include "platformctl/dlq_subject.h"
+#include "platformctl/dlq/subject.h"
 
 #include <catch2/catch.hpp>
 
 #include <string>
 
 #include "common/dead_letter.h"
-#include "platformctl/dlq_replay.h"
-#include "platformctl/dlq_select.h"
+#include "platformctl/dlq/replay.h"
+#include "platformctl/dlq/select.h"
 
 using namespace platformctl::dlq;
 namespace dl = common::dead_letter;

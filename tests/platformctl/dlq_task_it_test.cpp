@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "common/dead_letter.h"
-#include "platformctl/dlq_replay.h"
+#include "platformctl/dlq/replay.h"
 #include "tests/platformctl/dlq_fixture.h"
 
 using testsupport::TestStack;

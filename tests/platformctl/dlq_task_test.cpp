@@ -1,5 +1,5 @@
-// Redrive tasks' records and decisions (platformctl/dlq_task.h), without NATS.
-#include "platformctl/dlq_task.h"
+// Redrive tasks' records and decisions (platformctl/dlq/task.h), without NATS.
+#include "platformctl/dlq/task.h"
 
 #include <catch2/catch.hpp>
 

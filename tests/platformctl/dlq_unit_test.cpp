@@ -8,9 +8,9 @@
 
 #include "common/dead_letter.h"
 #include "common/timefmt.h"
-#include "platformctl/dlq_list.h"
-#include "platformctl/dlq_replay.h"
-#include "platformctl/dlq_select.h"
+#include "platformctl/dlq/list.h"
+#include "platformctl/dlq/replay.h"
+#include "platformctl/dlq/select.h"
 #include "platformctl/erase_match.h"
 
 using namespace platformctl::dlq;

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "common/js_error.h"
+#include "platformctl/dlq/nats.h"
+#include "platformctl/dlq/nats_get.h"
 #include "platformctl/nats_admin.h"
-#include "platformctl/nats_dlq.h"
-#include "platformctl/nats_dlq_get.h"
 
 using platformctl::nats_admin::Patience;
 using std::chrono::milliseconds;

@@ -1,4 +1,4 @@
-#include "platformctl/dlq_select.h"
+#include "platformctl/dlq/select.h"
 
 #include <algorithm>
 #include <cctype>

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "platformctl/dlq_select.h"
+#include "platformctl/dlq/select.h"
 
 namespace platformctl::dlq {
 

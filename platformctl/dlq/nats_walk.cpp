@@ -1,4 +1,4 @@
-// StreamBrowser (nats_dlq.h): a walk over a stream through a push consumer of its own, with
+// StreamBrowser (dlq/nats.h): a walk over a stream through a push consumer of its own, with
 // message gets as the way on when no consumer can be had.
 //
 // Why not nats.c's ordered consumer: it is an R1 ephemeral, which nats-server 2.9 places on a
@@ -23,10 +23,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/nats_status.h"
+#include "platformctl/dlq/nats.h"
+#include "platformctl/dlq/nats_get.h"
 #include "platformctl/json_whole.h"
 #include "platformctl/nats_admin.h"
-#include "platformctl/nats_dlq.h"
-#include "platformctl/nats_dlq_get.h"
 
 namespace platformctl::nats_dlq {
 namespace {

@@ -1,4 +1,4 @@
-#include "platformctl/dlq_cli.h"
+#include "platformctl/dlq/cli.h"
 
 #include <unistd.h>
 
@@ -14,10 +14,10 @@
 
 #include "common/nats_client.h"
 #include "common/stop_signal.h"
-#include "platformctl/dlq_run.h"
-#include "platformctl/dlq_subject.h"
-#include "platformctl/dlq_task_run.h"
-#include "platformctl/dlq_verify.h"
+#include "platformctl/dlq/run.h"
+#include "platformctl/dlq/subject.h"
+#include "platformctl/dlq/task_run.h"
+#include "platformctl/dlq/verify.h"
 #include "platformctl/erase.h"
 
 namespace platformctl {

@@ -1,4 +1,4 @@
-#include "platformctl/dlq_subject.h"
+#include "platformctl/dlq/subject.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "platformctl/dlq_verify.h"
+#include "platformctl/dlq/verify.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,10 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "platformctl/dlq/nats.h"
 #include "platformctl/erasure_raft.h"
 #include "platformctl/leader_tour.h"
 #include "platformctl/nats_admin.h"
-#include "platformctl/nats_dlq.h"
 #include "platformctl/raft_watch.h"
 
 namespace platformctl::dlq {

@@ -1,4 +1,4 @@
-#include "platformctl/dlq_task.h"
+#include "platformctl/dlq/task.h"
 
 #include <nlohmann/json.hpp>
 

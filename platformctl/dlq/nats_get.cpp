@@ -1,4 +1,4 @@
-#include "platformctl/nats_dlq_get.h"
+#include "platformctl/dlq/nats_get.h"
 
 #include <nats/nats.h>
 

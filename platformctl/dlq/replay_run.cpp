@@ -1,4 +1,4 @@
-// `platformctl dlq replay`: the run loop (see dlq_run.h). Messages are published a batch at a
+// `platformctl dlq replay`: the run loop (see dlq/run.h). Messages are published a batch at a
 // time (one round trip for the acks of the batch), and each DLQ copy is erased only after its
 // own publish was acknowledged; a stop request is looked at between batches only.
 #include <algorithm>
@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "platformctl/dlq_run.h"
-#include "platformctl/dlq_subject.h"
+#include "platformctl/dlq/run.h"
+#include "platformctl/dlq/subject.h"
 #include "platformctl/nats_admin.h"
 
 namespace platformctl::dlq {

@@ -1,4 +1,4 @@
-#include "platformctl/dlq_task_run.h"
+#include "platformctl/dlq/task_run.h"
 
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 #include "common/nats_kv.h"
 #include "common/timefmt.h"
 #include "common/topology.h"
-#include "platformctl/dlq_subject.h"
+#include "platformctl/dlq/subject.h"
 #include "platformctl/nats_admin_request.h"
 
 namespace platformctl::dlq {

@@ -1,4 +1,4 @@
-#include "platformctl/dlq_list.h"
+#include "platformctl/dlq/list.h"
 
 #include <algorithm>
 #include <iomanip>

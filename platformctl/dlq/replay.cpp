@@ -1,4 +1,4 @@
-#include "platformctl/dlq_replay.h"
+#include "platformctl/dlq/replay.h"
 
 #include <algorithm>
 #include <charconv>
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/dead_letter.h"
-#include "platformctl/dlq_subject.h"
+#include "platformctl/dlq/subject.h"
 
 namespace platformctl::dlq {
 namespace {

@@ -6,7 +6,7 @@
 // the stream in sequence order through a push consumer of its own with as many replicas as the
 // stream (so one node down neither blocks nor strands it), deleted when the walk ends; message
 // gets ($JS.API.STREAM.MSG.GET, next by subject, pipelined) take over when no consumer can be
-// had (nats_dlq_walk.cpp). Every request is retried within nats_admin::kClusterPatience. The
+// had (dlq/nats_walk.cpp). Every request is retried within nats_admin::kClusterPatience. The
 // browser borrows the NatsClient, which must outlive it; one thread uses it. EraseAll and GetAll
 // may be called from any thread.
 #pragma once
@@ -78,7 +78,7 @@ class StreamBrowser {
 
  private:
   StreamBrowser() = default;
-  Status Start();  // a consumer from cursor_ (nats_dlq_walk.cpp says how)
+  Status Start();  // a consumer from cursor_ (dlq/nats_walk.cpp says how)
   // Unsubscribes and deletes it, retrying the delete within patience_limit.
   void Stop(Millis patience_limit = nats_admin::kClusterPatience);
   Status Reset();    // a new one from cursor_, or message gets when consumers keep failing

@@ -1,4 +1,4 @@
-#include "platformctl/nats_dlq.h"
+#include "platformctl/dlq/nats.h"
 
 #include <nats/nats.h>
 
@@ -11,8 +11,8 @@
 
 #include "common/js_error.h"
 #include "common/nats_status.h"
+#include "platformctl/dlq/nats_get.h"
 #include "platformctl/nats_admin.h"
-#include "platformctl/nats_dlq_get.h"
 
 namespace platformctl::nats_dlq {
 

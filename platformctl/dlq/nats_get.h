@@ -1,5 +1,5 @@
 // Message gets of JetStream made by hand, pipelined and retried: the part of the DLQ adapter
-// (nats_dlq.h) that StreamBrowser, EraseAll and GetAll share. Internal to
+// (dlq/nats.h) that StreamBrowser, EraseAll and GetAll share. Internal to
 // platformctl/nats_dlq*.cpp.
 //
 // Adapter over nats.c; any thread may call these while the NatsClient lives.
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "platformctl/nats_dlq.h"
+#include "platformctl/dlq/nats.h"
 
 namespace platformctl::nats_dlq::detail {
 

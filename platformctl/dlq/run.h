@@ -18,10 +18,10 @@
 #include "common/nats_client.h"
 #include "common/result.h"
 #include "common/stop_signal.h"
-#include "platformctl/dlq_replay.h"
-#include "platformctl/dlq_select.h"
+#include "platformctl/dlq/nats.h"
+#include "platformctl/dlq/replay.h"
+#include "platformctl/dlq/select.h"
 #include "platformctl/erasure_report.h"
-#include "platformctl/nats_dlq.h"
 
 namespace platformctl::dlq {
 
@@ -43,7 +43,7 @@ struct RunEnv {
 };
 
 int RunList(RunEnv& env, const QueueInfo& q, const Selection& sel, bool json, bool summary);
-// How a replay runs beyond its selection: pace, destination, and for a task (dlq_task_run.h)
+// How a replay runs beyond its selection: pace, destination, and for a task (dlq/task_run.h)
 // where it resumes and whom it tells.
 struct ReplayOptions {
   double rate = 0;  // messages per second; 0: unpaced

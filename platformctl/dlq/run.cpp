@@ -1,4 +1,4 @@
-#include "platformctl/dlq_run.h"
+#include "platformctl/dlq/run.h"
 
 #include <algorithm>
 #include <limits>
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/nats_stream.h"
-#include "platformctl/dlq_list.h"
+#include "platformctl/dlq/list.h"
 #include "platformctl/erasure_raft.h"
 #include "platformctl/nats_admin.h"
 

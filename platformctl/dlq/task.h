@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "platformctl/dlq_select.h"
+#include "platformctl/dlq/select.h"
 
 namespace platformctl::dlq {
 

@@ -1,4 +1,4 @@
-#include "platformctl/dlq_reasons.h"
+#include "platformctl/dlq/reasons.h"
 
 #include <algorithm>
 

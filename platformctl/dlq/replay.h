@@ -16,7 +16,7 @@
 
 #include "common/nats_stream.h"
 #include "common/result.h"
-#include "platformctl/dlq_select.h"
+#include "platformctl/dlq/select.h"
 
 namespace platformctl::dlq {
 
@@ -53,7 +53,7 @@ struct ReplayPlan {
 
 // headers: the DLQ message's stored headers. origin: the queue's origin stream as the server
 // has it (nullopt: it does not exist). A message whose origin subject is no literal subject of
-// the origin stream (dlq_subject.h: cut, a wildcard, white space) is skipped and kept, so the run
+// the origin stream (dlq/subject.h: cut, a wildcard, white space) is skipped and kept, so the run
 // goes on past it. A message without a usable original id (OriginalMsgId)
 // is skipped and kept: a replay never publishes an id that starts with ".replay.". The published
 // message keeps the payload and the origin's own headers (Content-Type matters to the

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "platformctl/dlq_run.h"
+#include "platformctl/dlq/run.h"
 
 namespace platformctl::dlq {
 

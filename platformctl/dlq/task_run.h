@@ -1,15 +1,15 @@
 // Redrive tasks against NATS: `platformctl dlq replay --task NAME` records the replay in the KV
 // bucket dlq_tasks and keeps its record current while it runs (progress, heartbeat); `dlq task
 // list|cancel|resume` read and change those records from any platformctl. The decisions are in
-// dlq_task.h; the replay itself is RunReplay (dlq_run.h).
+// dlq/task.h; the replay itself is RunReplay (dlq/run.h).
 //
 // Runs on the calling thread; the RunEnv's client and stop flag are borrowed.
 #pragma once
 
 #include <string>
 
-#include "platformctl/dlq_run.h"
-#include "platformctl/dlq_task.h"
+#include "platformctl/dlq/run.h"
+#include "platformctl/dlq/task.h"
 
 namespace platformctl::dlq {
 

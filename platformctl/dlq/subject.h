@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include "common/dead_letter.h"
-#include "platformctl/dlq_replay.h"
+#include "platformctl/dlq/replay.h"
 
 namespace platformctl::dlq {
 
