@@ -19,6 +19,8 @@
 include_guard(GLOBAL)
 
 set(CORE_PASS_ASAN_DIR "" CACHE PATH "a sanitizer build whose build and tests are tests here")
+set(CORE_PASS_ASAN_NATS_SERVER "" CACHE FILEPATH
+  "the nats-server the sanitizer tests run on (empty: NATS_SERVER_BIN, else the default)")
 set(CORE_PASS_FUZZ_DIR "" CACHE PATH "a fuzz build whose build and run is a test here")
 option(CORE_PASS_IMAGES "the container test's images are built by a test here" OFF)
 
@@ -48,10 +50,15 @@ if(CORE_PASS_ASAN_DIR)
   math(EXPR _pass_asan_slots "3 * ${CORE_TEST_JOBS} / 8")
   add_test(NAME "sanitizer tests" COMMAND ${CMAKE_CTEST_COMMAND} --test-dir ${CORE_PASS_ASAN_DIR}
     -LE "umami|timing" --output-on-failure -j${_pass_asan_jobs} --timeout 900)
+  set(_pass_asan_env
+    "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1"
+    "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+  if(CORE_PASS_ASAN_NATS_SERVER)
+    list(APPEND _pass_asan_env "NATS_SERVER_BIN=${CORE_PASS_ASAN_NATS_SERVER}")
+  endif()
   set_tests_properties("sanitizer tests" PROPERTIES LABELS "pass;sanitizer"
     PROCESSORS ${_pass_asan_slots} COST 90000 TIMEOUT 5400 FIXTURES_REQUIRED pass_asan
-    ENVIRONMENT
-    "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+    ENVIRONMENT "${_pass_asan_env}")
 endif()
 
 if(CORE_PASS_FUZZ_DIR)
