@@ -15,6 +15,7 @@
 #include <random>
 #include <string>
 
+#include "platformctl/dlq/nats.h"
 #include "tests/support/test_stack.h"
 
 namespace {
@@ -96,33 +97,15 @@ class Umami {
   int port_;
 };
 
-// base64url without padding, as a JWT carries it; nullopt on a character outside the alphabet.
-std::optional<std::string> Base64UrlDecode(const std::string& in) {
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char ch : in) {
-    int v = 0;
-    if (ch >= 'A' && ch <= 'Z')
-      v = ch - 'A';
-    else if (ch >= 'a' && ch <= 'z')
-      v = ch - 'a' + 26;
-    else if (ch >= '0' && ch <= '9')
-      v = ch - '0' + 52;
-    else if (ch == '-')
-      v = 62;
-    else if (ch == '_')
-      v = 63;
-    else
-      return std::nullopt;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
+// base64url without padding, as a JWT carries it: the standard alphabet's decoder after '-'
+// and '_' are put back as '+' and '/' (nullopt on any other character outside it).
+std::optional<std::string> Base64UrlDecode(std::string in) {
+  for (char& ch : in) {
+    if (ch == '+' || ch == '/') return std::nullopt;
+    if (ch == '-') ch = '+';
+    if (ch == '_') ch = '/';
   }
-  return out;
+  return platformctl::nats_dlq::DecodeBase64(in);
 }
 
 // The claim `field` of a bare JWT ("" when the token is no JWT or has no such string claim).
