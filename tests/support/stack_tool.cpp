@@ -1,66 +1,32 @@
 // test_stack_tool: a TestStack for a test written in bash (the deploy test, tests/deploy/), so
 // its PostgreSQL and Umami start, wait for readiness and stop exactly as the C++ tests' do.
 //
-//   test_stack_tool --env-file FILE [--pg-port PORT] [--umami N] [--no-umami]
+//   test_stack_tool --env-file FILE [--pg-port PORT]
 //
-// Starts PostgreSQL (on PORT when the caller's configuration was rendered with it) and N Umami
-// processes (default 1), then writes FILE (K=V lines: STACK_DIR, DATABASE_URL,
+// Starts PostgreSQL (on PORT when the caller's configuration was rendered with it) and one Umami
+// process, then writes FILE (K=V lines: STACK_DIR, DATABASE_URL,
 // UMAMI_DATABASE_URL, UMAMI_URLS) once every server is ready, in one rename, so a reader never
 // sees half of it. Runs until SIGTERM or SIGINT, then stops what it started and exits 0. Exits 1
-// with the reason on stderr when a server does not come up; 2 on a usage error.
+// with the reason on stderr when a server does not come up; CLI11's code on a usage error.
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "tests/support/test_stack.h"
-
-namespace {
-
-int Usage(const char* why) {
-  std::fprintf(stderr,
-               "test_stack_tool: %s\nusage: test_stack_tool --env-file FILE [--pg-port PORT] "
-               "[--umami N] [--no-umami]\n",
-               why);
-  return 2;
-}
-
-bool ParsePositive(const std::string& s, int max, int* out) {
-  if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string::npos) {
-    return false;
-  }
-  int v = std::stoi(s);
-  if (v < 1 || v > max) return false;
-  *out = v;
-  return true;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   std::string env_file;
   testsupport::StackOptions options;
-  bool umami = true;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (a == "--env-file" && has_value) {
-      env_file = argv[++i];
-    } else if (a == "--pg-port" && has_value) {
-      if (!ParsePositive(argv[++i], 65535, &options.pg_port)) return Usage("bad --pg-port");
-    } else if (a == "--umami" && has_value) {
-      if (!ParsePositive(argv[++i], 8, &options.umami_processes)) return Usage("bad --umami");
-    } else if (a == "--no-umami") {
-      umami = false;
-    } else {
-      return Usage(("unknown or incomplete argument " + a).c_str());
-    }
-  }
-  if (env_file.empty()) return Usage("--env-file is required");
+  CLI::App app{"PostgreSQL and Umami as the C++ tests start them, for a test written in bash"};
+  app.add_option("--env-file", env_file, "written once every server is ready")->required();
+  app.add_option("--pg-port", options.pg_port, "PostgreSQL's port (default: the OS's pick)")
+      ->check(CLI::Range(1, 65535));
+  CLI11_PARSE(app, argc, argv);
 
   // Blocked before any server starts, so the children start with them unblocked (Process resets
   // the mask) and a SIGTERM that arrives during start-up is taken by sigwait, not lost.
@@ -71,9 +37,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
   try {
-    std::vector<std::string> components{"pg"};
-    if (umami) components.push_back("umami");
-    testsupport::TestStack stack(components, options);
+    testsupport::TestStack stack({"pg", "umami"}, options);
     const std::string tmp = env_file + ".tmp";
     {
       std::ofstream out(tmp);

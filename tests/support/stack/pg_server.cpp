@@ -151,7 +151,6 @@ void PgServer::Start() {
   if (process_.Running()) return;
   if (started_once_ || fixed_port_) {
     if (!Spawn()) Fail("PostgreSQL: port " + std::to_string(port_) + " taken", process_);
-    if (started_once_) return;
   } else {
     // Between our pick and postgres's bind another test may take the port: pick again.
     bool up = false;
@@ -161,6 +160,7 @@ void PgServer::Start() {
     }
     if (!up) Fail("PostgreSQL: five ports in a row were taken", process_);
   }
+  if (started_once_) return;
   started_once_ = true;
   for (const char* db : {"umami", "metrics"}) {
     if (Psql("postgres", {"-c", std::string("CREATE DATABASE ") + db}, log_path()) != 0) {

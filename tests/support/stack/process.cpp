@@ -274,19 +274,24 @@ int PickPort() {
   return ntohs(addr.sin_port);
 }
 
-int HttpStatus(int port, const std::string& path, int timeout_ms) {
+namespace {
+
+httplib::Result Get(int port, const std::string& path, int timeout_ms) {
   httplib::Client c("127.0.0.1", port);
   c.set_connection_timeout(std::chrono::milliseconds(timeout_ms));
   c.set_read_timeout(std::chrono::milliseconds(timeout_ms));
-  auto r = c.Get(path);
+  return c.Get(path);
+}
+
+}  // namespace
+
+int HttpStatus(int port, const std::string& path, int timeout_ms) {
+  auto r = Get(port, path, timeout_ms);
   return r ? r->status : 0;
 }
 
 std::string HttpGetBody(int port, const std::string& path, int timeout_ms) {
-  httplib::Client c("127.0.0.1", port);
-  c.set_connection_timeout(std::chrono::milliseconds(timeout_ms));
-  c.set_read_timeout(std::chrono::milliseconds(timeout_ms));
-  auto r = c.Get(path);
+  auto r = Get(port, path, timeout_ms);
   return r && r->status == 200 ? r->body : "";
 }
 
