@@ -133,10 +133,13 @@ void Run(PartitionFixture& f, const Scenario& s) {
   // The fault aimed at a replayer: the sends Umami answered to it around the fault (its counters
   // may not survive the fault). Any other: the replayers' second sends, none on a quiet
   // machine; under load an ack wait can run out, or a send time out, in any scenario.
+  const bool at_replayer = !s.faulted.empty() && s.faulted[0] == 'r';
   const int bound =
-      s.faulted.empty() || s.faulted[0] != 'r'
-          ? static_cast<int>(std::max<int64_t>(0, second_sends() - second_sends_before))
-          : f.AnsweredSends(s.faulted, fault_ns - 5'000'000'000, heal_ns);
+      at_replayer ? f.AnsweredSends(s.faulted, fault_ns - 5'000'000'000, heal_ns)
+                  : static_cast<int>(std::max<int64_t>(0, second_sends() - second_sends_before));
+  const std::string bound_is = at_replayer
+                                   ? "sends Umami answered to " + s.faulted + " around the fault"
+                                   : "the replayers' redeliveries and sends again after a failure";
   const auto sends = partition_test::CountHandovers(f.Sends(), fault_ns - 60'000'000'000);
   const auto inserts = partition_test::CountHandovers(f.Inserts(), fault_ns - 60'000'000'000);
   const auto rterms = partition_test::CheckTerms(f.Terms('r'));
@@ -166,10 +169,7 @@ void Run(PartitionFixture& f, const Scenario& s) {
       "  held in the streams after every ack (acked, not removed by JetStream): web %llu, "
       "metrics %llu\n",
       s.name.c_str(), load.event_ids().size(), load.event_ids().size() - missing_events.size(),
-      static_cast<long long>(dups), bound,
-      s.faulted.empty() || s.faulted[0] != 'r'
-          ? "the replayers' redeliveries and sends again after a failure"
-          : ("sends Umami answered to " + s.faulted + " around the fault").c_str(),
+      static_cast<long long>(dups), bound, bound_is.c_str(),
       missing_events.size() > static_cast<size_t>(web_dlq) ? missing_events.size() - web_dlq : 0,
       static_cast<long long>(web_dlq), load.batch_ids().size(),
       static_cast<long long>(batches_stored), static_cast<long long>(points),
