@@ -3,13 +3,23 @@
 // the adapter (common/nats_stream.h) turns them into nats.c calls. Plain values; copy freely.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace common {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
+
+// The first value of header `key` (names compared exactly, as the writers spell them), or none.
+inline std::optional<std::string> FindHeader(const Headers& h, std::string_view key) {
+  for (const auto& [k, v] : h) {
+    if (k == key) return v;
+  }
+  return std::nullopt;
+}
 
 struct OutMessage {
   std::string subject;

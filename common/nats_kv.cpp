@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "common/js_error.h"
+#include "common/nats_msg_ptr.h"
 #include "common/nats_status.h"
 
 namespace common {
@@ -128,10 +129,6 @@ std::vector<Result<std::optional<KvValue>>> KvBucket::GetMany(
 
 namespace {
 
-struct MsgDeleter {
-  void operator()(natsMsg* m) const { natsMsg_Destroy(m); }
-};
-
 // nats.c's KV key rule (kv.c validKey): not empty, no empty token, [-/\\_=.A-Za-z0-9].
 bool ValidKey(const std::string& key) {
   if (key.empty() || key.front() == '.' || key.back() == '.') return false;
@@ -160,7 +157,7 @@ Result<uint64_t> KvBucket::Write(const std::string& key, const std::string& valu
   natsStatus s =
       natsMsg_Create(&raw, subject.c_str(), nullptr, value.data(), static_cast<int>(value.size()));
   if (s != NATS_OK) return NatsError(s, where);
-  std::unique_ptr<natsMsg, MsgDeleter> msg(raw);
+  NatsMsgPtr msg(raw);
   if (del && (s = natsMsgHeader_Set(msg.get(), "KV-Operation", "DEL")) != NATS_OK) {
     return NatsError(s, where);
   }

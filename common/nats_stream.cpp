@@ -9,14 +9,11 @@
 
 #include "common/ack_subject.h"
 #include "common/js_error.h"
+#include "common/nats_msg_ptr.h"
 #include "common/nats_status.h"
 
 namespace common {
 namespace {
-
-struct MsgDeleter {
-  void operator()(natsMsg* m) const { natsMsg_Destroy(m); }
-};
 
 jsOptions Wait(const NatsClient& client) {
   jsOptions o;
@@ -304,7 +301,7 @@ Result<PubAck> PublishSync(NatsClient& client, const OutMessage& m) {
   natsStatus s = natsMsg_Create(&raw, m.subject.c_str(), nullptr, m.data.data(),
                                 static_cast<int>(m.data.size()));
   if (s != NATS_OK) return NatsError(s, "publish to " + m.subject);
-  std::unique_ptr<natsMsg, MsgDeleter> msg(raw);
+  NatsMsgPtr msg(raw);
   for (const auto& [k, v] : m.headers) {
     if (s = natsMsgHeader_Add(msg.get(), k.c_str(), v.c_str()); s != NATS_OK) {
       return NatsError(s, "header " + k);

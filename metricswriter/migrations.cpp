@@ -4,17 +4,10 @@
 #include <cstdio>
 #include <map>
 
+#include "metricswriter/embedded_sql.h"
 #include "metricswriter/fingerprint.h"
 
 namespace mw {
-
-// Defined in the generated migrations_sql.cpp: {file name, text} in file name order.
-struct EmbeddedSql {
-  const char* name;
-  const char* sql;
-};
-extern const EmbeddedSql kEmbeddedSql[];
-extern const size_t kEmbeddedSqlCount;
 
 std::vector<Migration> EmbeddedMigrations() {
   std::vector<Migration> out;

@@ -21,7 +21,7 @@ Field Read(bool ok) { return ok ? Field::kRead : Field::kFailed; }
 // batch must not keep its size in memory for the life of the process.
 constexpr size_t kKeepBuffersUpTo = size_t{4} << 20;
 
-bool Temporality(json::Reader& r, Value v, const Path& p, mw::Temporality* out) {
+bool ReadTemporality(json::Reader& r, Value v, const Path& p, mw::Temporality* out) {
   od::json_type t;
   if (auto e = v.type().get(t)) return r.Fail(p, e);
   if (t == od::json_type::string) {
@@ -248,7 +248,7 @@ bool Data(json::Reader& r, Value v, const Path& p, uint32_t mi, MetricType type,
       return Read(count ? r.Each(f, fp, point, &n) : r.Each(f, fp, point));
     }
     if (Is(key, "aggregationTemporality", "aggregation_temporality")) {
-      return Read(Temporality(r, f, fp, &b->metrics[mi].temporality));
+      return Read(ReadTemporality(r, f, fp, &b->metrics[mi].temporality));
     }
     if (Is(key, "isMonotonic", "is_monotonic")) {
       return Read(r.Bool(f, fp, &b->metrics[mi].monotonic));
@@ -274,8 +274,8 @@ bool DataKind(std::string_view key, mw::MetricType* type) {
   return true;
 }
 
-bool Metric(json::Reader& r, Value v, const Path& p, uint32_t resource, uint32_t scope, bool count,
-            Batch* b) {
+bool ReadMetric(json::Reader& r, Value v, const Path& p, uint32_t resource, uint32_t scope,
+                bool count, Batch* b) {
   const auto mi = static_cast<uint32_t>(b->metrics.size());
   b->metrics.emplace_back();
   b->metrics[mi].resource = resource;
@@ -340,7 +340,7 @@ bool ScopeMetrics(json::Reader& r, Value v, const Path& p, uint32_t resource, bo
     }
     if (Is(key, "metrics")) {
       return Read(r.Each(f, fp, [&](Value m, const Path& ip) {
-        return Metric(r, m, ip, resource, scope, count, b);
+        return ReadMetric(r, m, ip, resource, scope, count, b);
       }));
     }
     return Field::kIgnored;

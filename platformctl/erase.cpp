@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "platformctl/json_out.h"
+
 namespace platformctl::erase {
 namespace {
 
@@ -64,7 +66,7 @@ int RunErase(dlq::RunEnv& env, const Request& r, bool json) {
         dlq::ErasureSummaryJson(summary, dlq::RunKind::kErase, q, Who(r), walk->end_seq, report));
     j["who"] = Who(r);
     j["note"] = downstream;
-    env.out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    env.out << platformctl::DumpJson(j) << "\n";
     return summary.complete() && report.ok() ? 0 : 1;
   }
   // "Erased" here means overwritten by the stream: where every copy stands is reported below.

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "platformctl/json_out.h"
+
 namespace platformctl::dlq {
 namespace {
 
@@ -179,7 +181,7 @@ std::string RaftLogJson(const raft::LogCheck& c) {
     j["replicas"].push_back(
         {{"name", r.server}, {"state", StateName(r.state)}, {"first", r.first}});
   }
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return platformctl::DumpJson(j);
 }
 
 std::string SnapshotCatchUpSentence(const QueueInfo& q, const std::string& replica) {
@@ -365,7 +367,7 @@ std::string ErasureJson(const ErasureReport& r) {
   j["raft_logs"] = nlohmann::json::array();
   for (const auto& c : r.raft_logs) j["raft_logs"].push_back(nlohmann::json::parse(RaftLogJson(c)));
   j["raft_logs_ok"] = r.raft_logs_ok;
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return platformctl::DumpJson(j);
 }
 
 }  // namespace platformctl::dlq

@@ -10,15 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "common/js_error.h"
+#include "common/nats_msg_ptr.h"
 #include "common/nats_status.h"
 #include "platformctl/json_whole.h"
 
 namespace platformctl::nats_admin {
 namespace {
-
-struct MsgDeleter {
-  void operator()(natsMsg* m) const { natsMsg_Destroy(m); }
-};
 
 bool Digits(std::string_view s, size_t pos, size_t n, int* out) {
   if (pos + n > s.size()) return false;
@@ -90,7 +87,7 @@ Result<std::string> ApiRequest(NatsClient& client, const std::string& subject,
     natsStatus s =
         natsConnection_Request(&raw, client.conn(), subject.c_str(), body.data(),
                                static_cast<int>(body.size()), client.request_timeout_ms());
-    std::unique_ptr<natsMsg, MsgDeleter> reply(raw);
+    common::NatsMsgPtr reply(raw);
     Error err;
     if (s == NATS_OK) {
       const char* d = natsMsg_GetData(reply.get());

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/nats_msg_ptr.h"
 #include "common/nats_status.h"
 #include "platformctl/nats_admin.h"
 
@@ -16,10 +17,6 @@ namespace platformctl::nats_admin {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct MsgDeleter {
-  void operator()(natsMsg* m) const { natsMsg_Destroy(m); }
-};
 
 // Servers may still answer after we stopped listening: the subscription goes after a quiesce.
 class PingSubscription {
@@ -57,7 +54,7 @@ Result<std::vector<std::string>> Ping(NatsClient& client, const std::string& sub
     natsMsg* m = nullptr;
     s = natsSubscription_NextMsg(&m, sub.get(), left.count());
     if (s != NATS_OK) break;
-    std::unique_ptr<natsMsg, MsgDeleter> reply(m);
+    common::NatsMsgPtr reply(m);
     const char* d = natsMsg_GetData(m);
     int n = natsMsg_GetDataLength(m);
     if (d == nullptr || n == 0) continue;

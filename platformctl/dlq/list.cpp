@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/timefmt.h"
+#include "platformctl/json_out.h"
 
 namespace platformctl::dlq {
 namespace {
@@ -21,11 +22,6 @@ std::vector<std::pair<std::string, uint64_t>> Largest(const std::map<std::string
   std::stable_sort(v.begin(), v.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   return v;
-}
-
-std::string Dump(const nlohmann::json& j) {
-  // Keys and reasons come from outside: never let a stray byte abort the output.
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -81,7 +77,7 @@ void PrintListJson(const std::vector<Entry>& entries, const QueueInfo& q, std::o
                     {"detail", e.detail}});
   }
   j["messages"] = std::move(msgs);
-  out << Dump(j) << "\n";
+  out << platformctl::DumpJson(j) << "\n";
 }
 
 void ListSummary::Add(const Entry& e) {
@@ -145,7 +141,7 @@ void ListSummary::PrintJson(const QueueInfo& q, std::ostream& out) const {
   for (const auto& [k, n] : Largest(by_key_)) keys.push_back({{"key", k}, {"count", n}});
   j["by_reason"] = std::move(reasons);
   j["by_key"] = std::move(keys);
-  out << Dump(j) << "\n";
+  out << platformctl::DumpJson(j) << "\n";
 }
 
 }  // namespace platformctl::dlq

@@ -9,6 +9,7 @@
 
 #include "common/dead_letter.h"
 #include "platformctl/dlq/subject.h"
+#include "platformctl/json_out.h"
 
 namespace platformctl::dlq {
 namespace {
@@ -28,13 +29,6 @@ bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
     }
   }
   return true;
-}
-
-std::optional<std::string> Find(const common::Headers& h, std::string_view key) {
-  for (const auto& [k, v] : h) {
-    if (k == key) return v;
-  }
-  return std::nullopt;
 }
 
 std::string JoinSubjects(const std::vector<std::string>& v) {
@@ -105,8 +99,9 @@ bool UsableOriginalId(std::string_view id) {
 
 std::optional<std::string> OriginalMsgId(const QueueInfo& q, const common::Headers& headers,
                                          std::string_view payload) {
-  if (auto v = Find(headers, dl::kOrigMsgId); v && UsableOriginalId(*v)) return v;
-  if (auto v = Find(headers, "Nats-Msg-Id"); v && !dl::IsDlqMsgId(*v) && UsableOriginalId(*v)) {
+  if (auto v = common::FindHeader(headers, dl::kOrigMsgId); v && UsableOriginalId(*v)) return v;
+  if (auto v = common::FindHeader(headers, "Nats-Msg-Id");
+      v && !dl::IsDlqMsgId(*v) && UsableOriginalId(*v)) {
     return v;
   }
   if (q.queue == Queue::kWeb) {
@@ -147,8 +142,8 @@ std::string ReplayMsgId(std::string_view original_id, std::string_view dlq_strea
 ReplayPlan PlanReplay(const QueueInfo& q, uint64_t dlq_seq, const common::Headers& headers,
                       std::string payload, const std::optional<OriginStream>& origin) {
   ReplayPlan p;
-  auto subject = Find(headers, dl::kSubject);
-  auto stream = Find(headers, dl::kStream);
+  auto subject = common::FindHeader(headers, dl::kSubject);
+  auto stream = common::FindHeader(headers, dl::kStream);
   if (!subject || subject->empty()) {
     p.skip_why = std::string("no ") + dl::kSubject + " header: the origin subject is unknown";
     return p;
@@ -279,7 +274,7 @@ void PrintSummaryJson(const RunSummary& s, RunKind kind, const QueueInfo& q,
   j["failed_reasons"] = GroupsJson(s.failed());
   j["stopped"] = s.stopped() ? nlohmann::json(*s.stopped()) : nlohmann::json(nullptr);
   j["complete"] = s.complete();
-  out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  out << platformctl::DumpJson(j) << "\n";
 }
 
 std::string ProgressLine(const RunSummary& s, RunKind kind, const QueueInfo& q, uint64_t looked_at,

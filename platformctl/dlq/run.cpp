@@ -11,6 +11,7 @@
 #include "common/nats_stream.h"
 #include "platformctl/dlq/list.h"
 #include "platformctl/erasure_raft.h"
+#include "platformctl/json_out.h"
 #include "platformctl/nats_admin.h"
 
 namespace platformctl::dlq {
@@ -150,7 +151,7 @@ std::string ErasureSummaryJson(const RunSummary& summary, RunKind kind, const Qu
   auto j = nlohmann::json::parse(body.str());
   j["erasure"] = nlohmann::json::parse(ErasureJson(report));
   j["complete"] = summary.complete() && report.ok();
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return platformctl::DumpJson(j);
 }
 
 Progress::Progress(std::ostream& err, bool enabled) : err_(err), enabled_(enabled) {}

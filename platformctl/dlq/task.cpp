@@ -6,8 +6,6 @@
 
 namespace platformctl::dlq {
 
-using nlohmann::json;
-
 const char* TaskStateName(TaskState s) {
   switch (s) {
     case TaskState::kRunning:
@@ -44,9 +42,11 @@ bool ValidTaskName(std::string_view name) {
 
 namespace {
 
-json Opt(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
+nlohmann::json Opt(const std::optional<std::string>& s) {
+  return s ? nlohmann::json(*s) : nlohmann::json(nullptr);
+}
 
-std::optional<std::string> OptOf(const json& j, const char* key) {
+std::optional<std::string> OptOf(const nlohmann::json& j, const char* key) {
   if (!j.contains(key) || j[key].is_null()) return std::nullopt;
   return j[key].get<std::string>();
 }
@@ -59,7 +59,7 @@ struct Mistyped {};
 // A whole-number field: an integer within T's range (json_whole.h says why not get<T>), or
 // `absent` when the record has no such member; anything else refuses the record.
 template <typename T>
-T Whole(const json& j, const char* key, std::optional<T> absent = std::nullopt) {
+T Whole(const nlohmann::json& j, const char* key, std::optional<T> absent = std::nullopt) {
   auto it = j.find(key);
   if (it == j.end()) {
     if (!absent) throw Mistyped{};
@@ -73,7 +73,7 @@ T Whole(const json& j, const char* key, std::optional<T> absent = std::nullopt) 
 }  // namespace
 
 std::string EncodeTask(const TaskRecord& t) {
-  json j = {
+  nlohmann::json j = {
       {"v", 1},
       {"name", t.name},
       {"queue", t.queue},
@@ -104,7 +104,7 @@ std::string EncodeTask(const TaskRecord& t) {
 }
 
 common::Result<TaskRecord> DecodeTask(std::string_view text) {
-  json j = json::parse(text, nullptr, false);
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return common::Error::Invalid("a task record that is not a JSON object");
   }
@@ -115,7 +115,7 @@ common::Result<TaskRecord> DecodeTask(std::string_view text) {
     TaskRecord t;
     t.name = j.at("name").get<std::string>();
     t.queue = j.at("queue").get<std::string>();
-    const json& s = j.at("selection");
+    const nlohmann::json& s = j.at("selection");
     t.selection.all = s.value("all", false);
     t.selection.from = OptOf(s, "from");
     t.selection.to = OptOf(s, "to");
@@ -143,7 +143,7 @@ common::Result<TaskRecord> DecodeTask(std::string_view text) {
       return common::Error::Invalid("a task record with an invalid name or queue");
     }
     return t;
-  } catch (const json::exception&) {
+  } catch (const nlohmann::json::exception&) {
     return common::Error::Invalid(kMistyped);
   } catch (const Mistyped&) {
     return common::Error::Invalid(kMistyped);

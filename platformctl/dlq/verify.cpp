@@ -9,6 +9,7 @@
 
 #include "platformctl/dlq/nats.h"
 #include "platformctl/erasure_raft.h"
+#include "platformctl/json_out.h"
 #include "platformctl/leader_tour.h"
 #include "platformctl/nats_admin.h"
 #include "platformctl/raft_watch.h"
@@ -30,10 +31,6 @@ struct Checked {
   std::string error;
 };
 
-std::string Dump(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 // Re-reads the replicas until `done` holds or `wait` passes; the last reading.
 common::Result<ReplicaSet> WaitReplicas(RunEnv& env, const QueueInfo& q,
                                         const std::function<bool(const ReplicaSet&)>& done,
@@ -47,7 +44,7 @@ common::Result<ReplicaSet> WaitReplicas(RunEnv& env, const QueueInfo& q,
   }
 }
 
-std::string StateOf(const Replica& r) {
+std::string ReplicaState(const Replica& r) {
   if (r.offline) return "offline";
   if (!r.current || r.lag > 0) return "behind (" + std::to_string(r.lag) + " log entries)";
   return "current";
@@ -120,7 +117,7 @@ int RefusedRebuild(RunEnv& env, const QueueInfo& q, const std::string& replica,
     nlohmann::json j = {{"command", "rebuild"}, {"stream", q.dlq_stream}, {"removed", false},
                         {"replica", replica},   {"answer", answer},       {"holds", holds},
                         {"instead", instead},   {"account", account},     {"group", group}};
-    env.out << Dump(j) << "\n";
+    env.out << platformctl::DumpJson(j) << "\n";
   } else {
     env.out << "rebuild " << q.dlq_stream << ": NOT DONE: nats-server refused to remove " << replica
             << " (" << answer << ")\n"
@@ -171,7 +168,7 @@ int RunVerify(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs
     nlohmann::json j = {{"name", name}, {"checked", it != checked.end()}};
     if (it == checked.end()) {
       ok = false;
-      std::string why = p == nullptr ? "unknown" : p->leader ? "never answered" : StateOf(*p);
+      std::string why = p == nullptr ? "unknown" : p->leader ? "never answered" : ReplicaState(*p);
       line += "NOT CHECKED: " + why;
       j["state"] = why;
     } else if (it->second.stored > 0) {
@@ -238,7 +235,7 @@ int RunVerify(RunEnv& env, const QueueInfo& q, const std::vector<uint64_t>& seqs
         {"not_visible", unseen}, {"verified", ok},        {"not_erased_on", not_erased}};
     j["raft_logs"] = nlohmann::json::array();
     for (const auto& c : logs) j["raft_logs"].push_back(nlohmann::json::parse(RaftLogJson(c)));
-    env.out << Dump(j) << "\n";
+    env.out << platformctl::DumpJson(j) << "\n";
   } else {
     env.out << "verify " << q.dlq_stream << " seq "
             << (range.size() > 200 ? range.substr(0, 200) + "..." : range) << " (" << seqs.size()
@@ -347,14 +344,14 @@ int RunRebuild(RunEnv& env, const QueueInfo& q, const std::string& replica, bool
   std::string names;
   for (const auto& p : after->peers) {
     names += (names.empty() ? "" : ", ") + p.name + (p.leader ? " (leader)" : "") +
-             (Usable(p) && p.lag == 0 ? "" : " " + StateOf(p));
+             (Usable(p) && p.lag == 0 ? "" : " " + ReplicaState(p));
   }
   if (json) {
     nlohmann::json j = {
         {"command", "rebuild"},       {"stream", q.dlq_stream}, {"removed", replica},
         {"replicas", names},          {"current", ok},          {"seconds", seconds},
         {"messages", after->messages}};
-    env.out << Dump(j) << "\n";
+    env.out << platformctl::DumpJson(j) << "\n";
   } else {
     env.out << "rebuild " << q.dlq_stream << ": removed " << replica
             << " (its copy and raft log deleted) and added a replica back in "

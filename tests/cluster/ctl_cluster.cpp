@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/nats_msg_ptr.h"
+
 namespace ctlcluster {
 namespace {
 
@@ -22,15 +24,11 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-struct MsgDeleter {
-  void operator()(natsMsg* m) const { natsMsg_Destroy(m); }
-};
-
 // One raw JetStream API request; the answer's body, or "" when none came.
 std::string Request(common::NatsClient& client, const std::string& subject, int timeout_ms) {
   natsMsg* raw = nullptr;
   natsStatus s = natsConnection_RequestString(&raw, client.conn(), subject.c_str(), "", timeout_ms);
-  std::unique_ptr<natsMsg, MsgDeleter> reply(raw);
+  common::NatsMsgPtr reply(raw);
   if (s != NATS_OK) return "";
   const char* d = natsMsg_GetData(raw);
   return d != nullptr ? std::string(d, static_cast<size_t>(natsMsg_GetDataLength(raw))) : "";

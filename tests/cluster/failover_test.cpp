@@ -15,6 +15,7 @@
 #include "tests/cluster/cluster_fixture.h"
 #include "tests/support/queue_judge.h"
 #include "tests/support/test_stack.h"
+#include "tests/support/wait.h"
 
 using cluster_test::ClusterFixture;
 using cluster_test::Load;
@@ -26,11 +27,9 @@ namespace {
 constexpr double kLockTtlSeconds = 15;  // platformctl init's default LOCK_TTL
 // The sends one replayer has under way at once (REPLAYER_WORKERS); a send Umami answered but
 // whose guard record and ack were cut off by the failover is the only source of a duplicate.
-constexpr int64_t kDuplicateBound = 128;
+constexpr int64_t kFailoverDuplicateBound = 128;
 
-double SecondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using testsupport::SecondsSince;
 
 struct Pair {
   Service a, b;
@@ -84,8 +83,8 @@ void CheckWebLedger(ClusterFixture& f, const Load& load) {
   int64_t dups = f.DuplicateEvents();
   WARN(testsupport::judge::Count("web events", load.event_ids().size(), missing.size(), dups, dlq)
            .Describe()
-       << " (duplicate bound " << kDuplicateBound << ")");
-  CHECK(dups <= kDuplicateBound);
+       << " (duplicate bound " << kFailoverDuplicateBound << ")");
+  CHECK(dups <= kFailoverDuplicateBound);
 }
 
 }  // namespace

@@ -23,9 +23,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double SecondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using testsupport::SecondsSince;
 
 // Seconds from t0 until pred holds, polled on a thread of its own for up to 45 s; -1 if never.
 std::future<double> TimeUntil(Clock::time_point t0, std::function<bool()> pred) {
@@ -37,7 +35,7 @@ std::future<double> TimeUntil(Clock::time_point t0, std::function<bool()> pred) 
 // Web events a replayer may send twice: a send Umami completed whose guard record and ack
 // were cut off (by the fault, or by a lost lease releasing what the replayer held) is sent
 // again. At most the sends in flight: REPLAYER_SENDS_PER_PROCESS (32) with one Umami process.
-constexpr int64_t kDuplicateBound = 32;
+constexpr int64_t kFaultDuplicateBound = 32;
 
 }  // namespace
 
@@ -151,7 +149,7 @@ TEST_CASE("NATS node leading the streams killed with -9 mid-run and restarted: n
   CHECK(f.StoredPoints() == 3 * static_cast<int64_t>(load.batch_ids().size()));
   CHECK(web_dlq == 0);
   CHECK(api_dlq == 0);
-  CHECK(dups <= kDuplicateBound);
+  CHECK(dups <= kFaultDuplicateBound);
   CHECK(f.replayer.Metric("replayer_events_dead_lettered_total") == 0);
   CHECK(f.writer.Metric("metricswriter_dead_lettered_total") == 0);
 }
@@ -244,6 +242,6 @@ TEST_CASE("replayer cut off from NATS for 20 s reconnects and resumes: nothing l
   CHECK(f.replayer.Running());  // the same process throughout: it waited, it did not exit
   CHECK(missing.empty());
   CHECK(dlq == 0);
-  CHECK(dups <= kDuplicateBound);
+  CHECK(dups <= kFaultDuplicateBound);
   CHECK(f.replayer.Metric("replayer_events_dead_lettered_total") == 0);
 }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "common/nats_msg_ptr.h"
 
 namespace {
 
@@ -77,9 +78,6 @@ struct OptsDeleter {
 struct SubDeleter {
   void operator()(natsSubscription* s) const { natsSubscription_Destroy(s); }
 };
-struct MsgDeleter {
-  void operator()(natsMsg* m) const { natsMsg_Destroy(m); }
-};
 struct JsDeleter {
   void operator()(jsCtx* j) const { jsCtx_Destroy(j); }
 };
@@ -90,7 +88,7 @@ struct EntryDeleter {
   void operator()(kvEntry* e) const { kvEntry_Destroy(e); }
 };
 using Conn = std::unique_ptr<natsConnection, ConnDeleter>;
-using Msg = std::unique_ptr<natsMsg, MsgDeleter>;
+using Msg = common::NatsMsgPtr;
 
 int Refused(Refusals& r) {
   std::printf("refused: %s\n", r.First().c_str());

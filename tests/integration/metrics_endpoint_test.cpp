@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "tests/support/test_stack.h"
+#include "tests/support/wait.h"
 
 using testsupport::Capture;
 
@@ -75,11 +76,7 @@ TEST_CASE("replayer /metrics passes promtool check metrics and /healthz answers"
 
 namespace {
 
-int64_t MsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                               t0)
-      .count();
-}
+using testsupport::MsSince;
 
 int Dial(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -10,14 +10,13 @@
 
 #include "tests/support/idle_clients.h"
 #include "tests/support/test_stack.h"
+#include "tests/support/wait.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int64_t MsSince(Clock::time_point t0) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
-}
+using testsupport::MsSince;
 
 }  // namespace
 

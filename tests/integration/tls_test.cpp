@@ -45,12 +45,12 @@ std::string TlsBlock(const std::string& d, bool verify, const std::string& cert 
          "\n  timeout: 2\n}\n";
 }
 
-std::string JetStream(const std::string& d, const std::string& name) {
+std::string JetStreamBlock(const std::string& d, const std::string& name) {
   return "jetstream { store_dir: \"" + d + "/" + name + "-js\" }\n";
 }
 
 // Runs platformctl with these variables; returns its output (stdout and stderr).
-std::string Platformctl(const std::string& vars, const std::string& args, int* rc) {
+std::string PlatformctlWith(const std::string& vars, const std::string& args, int* rc) {
   return Capture(vars + " " + BinaryDir() + "/platformctl/platformctl " + args + " 2>&1", rc);
 }
 
@@ -61,23 +61,24 @@ TEST_CASE("tls:// with NATS_CA connects, without the CA or in plain text it is r
   TempDir dir;
   const std::string d = dir.path();
   MakeCertificates(d);
-  NatsServerProcess tls(d, "tls", TlsBlock(d, false) + JetStream(d, "tls"));
+  NatsServerProcess tls(d, "tls", TlsBlock(d, false) + JetStreamBlock(d, "tls"));
   const std::string tls_url = "tls://127.0.0.1:" + std::to_string(tls.port());
   const std::string plain_url = "nats://127.0.0.1:" + std::to_string(tls.port());
   int rc = -1;
 
   SECTION("with the CA: JetStream works over TLS") {
-    std::string out = Platformctl("NATS_URL=" + tls_url + " NATS_CA=" + d + "/ca.pem", "init", &rc);
+    std::string out =
+        PlatformctlWith("NATS_URL=" + tls_url + " NATS_CA=" + d + "/ca.pem", "init", &rc);
     INFO(out);
     CHECK(rc == 0);
-    out = Platformctl("NATS_URL=" + tls_url + " NATS_CA=" + d + "/ca.pem",
-                      "streams --interval 0 --stream WEB_EVENTS", &rc);
+    out = PlatformctlWith("NATS_URL=" + tls_url + " NATS_CA=" + d + "/ca.pem",
+                          "streams --interval 0 --stream WEB_EVENTS", &rc);
     INFO(out);
     CHECK(rc == 0);
     CHECK_THAT(out, Catch::Contains("WEB_EVENTS"));
   }
   SECTION("without the CA (the system's trust store) the certificate is refused") {
-    std::string out = Platformctl("NATS_URL=" + tls_url, "streams --interval 0", &rc);
+    std::string out = PlatformctlWith("NATS_URL=" + tls_url, "streams --interval 0", &rc);
     INFO(out);
     CHECK(rc == 3);
     CHECK_THAT(out, Catch::Contains("connect to NATS at " + tls_url));
@@ -85,8 +86,8 @@ TEST_CASE("tls:// with NATS_CA connects, without the CA or in plain text it is r
                         Catch::Contains("unable to get local issuer certificate"));
   }
   SECTION("with a CA that did not sign the server's certificate, it is refused") {
-    std::string out = Platformctl("NATS_URL=" + tls_url + " NATS_CA=" + d + "/other-ca.pem",
-                                  "streams --interval 0", &rc);
+    std::string out = PlatformctlWith("NATS_URL=" + tls_url + " NATS_CA=" + d + "/other-ca.pem",
+                                      "streams --interval 0", &rc);
     INFO(out);
     CHECK(rc == 3);
     CHECK_THAT(out, Catch::Contains("unable to get local issuer certificate"));
@@ -95,8 +96,8 @@ TEST_CASE("tls:// with NATS_CA connects, without the CA or in plain text it is r
     // Signed by our CA, but it names elsewhere.test, not the 127.0.0.1 the URL names.
     NatsServerProcess wrong(d, "wrong", TlsBlock(d, false, "wrong"));
     const std::string url = "tls://127.0.0.1:" + std::to_string(wrong.port());
-    std::string out =
-        Platformctl("NATS_URL=" + url + " NATS_CA=" + d + "/ca.pem", "streams --interval 0", &rc);
+    std::string out = PlatformctlWith("NATS_URL=" + url + " NATS_CA=" + d + "/ca.pem",
+                                      "streams --interval 0", &rc);
     INFO(out);
     CHECK(rc == 3);
     CHECK_THAT(out,
@@ -105,7 +106,7 @@ TEST_CASE("tls:// with NATS_CA connects, without the CA or in plain text it is r
   SECTION("a plain-text client is refused by the TLS server") {
     // nats:// without TLS settings: the server demands TLS; nats.c then tries TLS with the
     // system's trust store, which does not know our CA.
-    std::string out = Platformctl("NATS_URL=" + plain_url, "streams --interval 0", &rc);
+    std::string out = PlatformctlWith("NATS_URL=" + plain_url, "streams --interval 0", &rc);
     INFO(out);
     CHECK(rc == 3);
     // A client that speaks no TLS at all gets no further than the INFO line.
@@ -165,20 +166,20 @@ TEST_CASE("mutual TLS: the client certificate from NATS_CERT and NATS_KEY", "[in
   TempDir dir;
   const std::string d = dir.path();
   MakeCertificates(d);
-  NatsServerProcess mtls(d, "mtls", TlsBlock(d, true) + JetStream(d, "mtls"));
+  NatsServerProcess mtls(d, "mtls", TlsBlock(d, true) + JetStreamBlock(d, "mtls"));
   const std::string url = "tls://127.0.0.1:" + std::to_string(mtls.port());
   const std::string ca = " NATS_CA=" + d + "/ca.pem";
   int rc = -1;
-  std::string out = Platformctl(
+  std::string out = PlatformctlWith(
       "NATS_URL=" + url + ca + " NATS_CERT=" + d + "/client.pem NATS_KEY=" + d + "/client.key",
       "init", &rc);
   INFO(out);
   CHECK(rc == 0);
-  out = Platformctl("NATS_URL=" + url + ca, "streams --interval 0", &rc);
+  out = PlatformctlWith("NATS_URL=" + url + ca, "streams --interval 0", &rc);
   INFO(out);
   CHECK(rc == 3);  // no client certificate: the server refuses
   // A key that is not the certificate's: nats.c cannot load the pair, a configuration error.
-  out = Platformctl(
+  out = PlatformctlWith(
       "NATS_URL=" + url + ca + " NATS_CERT=" + d + "/client.pem NATS_KEY=" + d + "/server.key",
       "streams --interval 0", &rc);
   INFO(out);
@@ -189,10 +190,10 @@ TEST_CASE("mutual TLS: the client certificate from NATS_CERT and NATS_KEY", "[in
 TEST_CASE("tls:// to a server without TLS is refused, not used in plain text",
           "[integration][tls]") {
   TempDir dir;
-  NatsServerProcess plain(dir.path(), "plain", JetStream(dir.path(), "plain"));
+  NatsServerProcess plain(dir.path(), "plain", JetStreamBlock(dir.path(), "plain"));
   int rc = -1;
-  std::string out = Platformctl("NATS_URL=tls://127.0.0.1:" + std::to_string(plain.port()),
-                                "streams --interval 0", &rc);
+  std::string out = PlatformctlWith("NATS_URL=tls://127.0.0.1:" + std::to_string(plain.port()),
+                                    "streams --interval 0", &rc);
   INFO(out);
   CHECK(rc == 3);
   CHECK_THAT(out, Catch::Contains("ecure"));  // nats.c: "Secure connection wanted"/"required"

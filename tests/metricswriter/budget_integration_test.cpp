@@ -70,16 +70,16 @@ TEST_CASE("a backlog of big batches drains within METRICSWRITER_MAX_BYTES_IN_FLI
           "[integration]") {
   mwtest::Harness h;
   const int64_t now = mwtest::NowNs();
-  constexpr int kBatches = 12;
+  constexpr int kBigBatches = 12;
   constexpr int kPoints = 35'000;  // about 1 MB each, about 3 MB once decoded
-  for (int i = 0; i < kBatches; ++i) {
+  for (int i = 0; i < kBigBatches; ++i) {
     h.Publish("acme", ProtoBatch(kPoints, now + i * 100'000), "big-" + std::to_string(i),
               "application/x-protobuf");
   }
   auto w = h.StartWriter(0, {{"METRICSWRITER_MAX_BYTES_IN_FLIGHT", "16MiB"}});
   Sampler held(h, "metricswriter_held_bytes");
-  CHECK(h.WaitCount(mwtest::kBatches, kBatches, 120'000) == kBatches);
-  CHECK(h.Count(mwtest::kPoints) == int64_t{kBatches} * kPoints);
+  CHECK(h.WaitCount(mwtest::kBatches, kBigBatches, 120'000) == kBigBatches);
+  CHECK(h.Count(mwtest::kPoints) == int64_t{kBigBatches} * kPoints);
   testsupport::WaitFor([&] { return h.Metric(0, "metricswriter_held_bytes") == 0; }, 5'000);
   held.Stop();
   INFO("largest metricswriter_held_bytes seen: " << held.max());

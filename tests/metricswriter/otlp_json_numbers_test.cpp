@@ -16,7 +16,7 @@
 
 namespace {
 
-std::string Wrap(const std::string& metric) {
+std::string WrapNumbers(const std::string& metric) {
   return R"({"resourceMetrics":[{"resource":{"attributes":[{"key":"r","value":{"doubleValue":1}}]},"scopeMetrics":[{"scope":{"name":"lib"},"metrics":[)" +
          metric + "]}]}]}";
 }
@@ -28,7 +28,7 @@ std::string Replace(std::string s, const std::string& value) {
   return s;
 }
 
-bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0 || a == b; }
+bool SameValue(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0 || a == b; }
 
 std::string DoubleText(double d) {
   std::string s;
@@ -36,7 +36,7 @@ std::string DoubleText(double d) {
   return s;
 }
 
-const std::string kMaxAsInteger = "17976931348623157" + std::string(292, '0');
+const std::string kLargestDoubleAsInteger = "17976931348623157" + std::string(292, '0');
 
 // A spelling of a double and the value it must decode to.
 struct Spelling {
@@ -53,9 +53,9 @@ std::vector<Spelling> DoubleSpellings() {
       {"-0", -0.0},
       {"0", 0.0},
       {"5e-324", std::numeric_limits<double>::denorm_min()},  // JSON.stringify(5e-324)
-      {kMaxAsInteger, DBL_MAX},
+      {kLargestDoubleAsInteger, DBL_MAX},
       {"1.7976931348623157e+308", DBL_MAX},  // JSON.stringify(Number.MAX_VALUE)
-      {"-" + kMaxAsInteger, -DBL_MAX},
+      {"-" + kLargestDoubleAsInteger, -DBL_MAX},
       {"123456789012345680000", 1.2345678901234568e20},  // JSON.stringify(1.2345678901234568e20)
       {"999999999999999900000", 9.999999999999999e20},   // the largest JS writes without exponent
       {"1e+21", 1e21},                                   // the smallest JS writes with one
@@ -88,46 +88,47 @@ std::vector<DoubleField> DoubleFields() {
   };
   return {
       {"gauge asDouble",
-       Wrap(R"({"name":"g","gauge":{"dataPoints":[{"timeUnixNano":"1","asDouble":@}]}})"),
+       WrapNumbers(R"({"name":"g","gauge":{"dataPoints":[{"timeUnixNano":"1","asDouble":@}]}})"),
        [](const mw::Batch& b) { return b.numbers.at(0).value; }},
       {"sum asDouble",
-       Wrap(
+       WrapNumbers(
            R"({"name":"s","sum":{"aggregationTemporality":2,"dataPoints":[{"asDouble":@,"timeUnixNano":"1"}]}})"),
        [](const mw::Batch& b) { return b.numbers.at(0).value; }},
       {"histogram sum",
-       Wrap(
+       WrapNumbers(
            R"({"name":"h","histogram":{"dataPoints":[{"count":"1","sum":@,"bucketCounts":[1]}]}})"),
        [](const mw::Batch& b) { return *b.histograms.at(0).sum; }},
-      {"histogram min", Wrap(R"({"name":"h","histogram":{"dataPoints":[{"min":@}]}})"),
+      {"histogram min", WrapNumbers(R"({"name":"h","histogram":{"dataPoints":[{"min":@}]}})"),
        [](const mw::Batch& b) { return *b.histograms.at(0).min; }},
-      {"histogram max", Wrap(R"({"name":"h","histogram":{"dataPoints":[{"max":@}]}})"),
+      {"histogram max", WrapNumbers(R"({"name":"h","histogram":{"dataPoints":[{"max":@}]}})"),
        [](const mw::Batch& b) { return *b.histograms.at(0).max; }},
       {"histogram explicitBounds",
-       Wrap(
+       WrapNumbers(
            R"({"name":"h","histogram":{"dataPoints":[{"explicitBounds":[0,@],"bucketCounts":[0,0,0]}]}})"),
        [](const mw::Batch& b) { return b.histograms.at(0).bounds.at(1); }},
       {"exponential histogram sum",
-       Wrap(R"({"name":"e","exponentialHistogram":{"dataPoints":[{"sum":@}]}})"),
+       WrapNumbers(R"({"name":"e","exponentialHistogram":{"dataPoints":[{"sum":@}]}})"),
        [](const mw::Batch& b) { return *b.exp_histograms.at(0).sum; }},
       {"exponential histogram min",
-       Wrap(R"({"name":"e","exponentialHistogram":{"dataPoints":[{"min":@}]}})"),
+       WrapNumbers(R"({"name":"e","exponentialHistogram":{"dataPoints":[{"min":@}]}})"),
        [](const mw::Batch& b) { return *b.exp_histograms.at(0).min; }},
       {"exponential histogram max",
-       Wrap(R"({"name":"e","exponentialHistogram":{"dataPoints":[{"max":@}]}})"),
+       WrapNumbers(R"({"name":"e","exponentialHistogram":{"dataPoints":[{"max":@}]}})"),
        [](const mw::Batch& b) { return *b.exp_histograms.at(0).max; }},
       {"exponential histogram zeroThreshold",
-       Wrap(R"({"name":"e","exponentialHistogram":{"dataPoints":[{"zeroThreshold":@}]}})"),
+       WrapNumbers(R"({"name":"e","exponentialHistogram":{"dataPoints":[{"zeroThreshold":@}]}})"),
        [](const mw::Batch& b) { return b.exp_histograms.at(0).zero_threshold; }},
-      {"summary sum", Wrap(R"({"name":"q","summary":{"dataPoints":[{"sum":@}]}})"),
+      {"summary sum", WrapNumbers(R"({"name":"q","summary":{"dataPoints":[{"sum":@}]}})"),
        [](const mw::Batch& b) { return b.summaries.at(0).sum; }},
       {"summary quantile",
-       Wrap(R"({"name":"q","summary":{"dataPoints":[{"quantileValues":[{"quantile":@}]}]}})"),
+       WrapNumbers(
+           R"({"name":"q","summary":{"dataPoints":[{"quantileValues":[{"quantile":@}]}]}})"),
        [](const mw::Batch& b) { return b.summaries.at(0).quantiles.at(0); }},
       {"summary quantile value",
-       Wrap(R"({"name":"q","summary":{"dataPoints":[{"quantileValues":[{"value":@}]}]}})"),
+       WrapNumbers(R"({"name":"q","summary":{"dataPoints":[{"quantileValues":[{"value":@}]}]}})"),
        [](const mw::Batch& b) { return b.summaries.at(0).quantile_values.at(0); }},
       {"point attribute doubleValue",
-       Wrap(
+       WrapNumbers(
            R"({"name":"g","gauge":{"dataPoints":[{"attributes":[{"key":"d","value":{"doubleValue":@}}]}]}})"),
        [attr](const mw::Batch& b) { return attr(std::string(b.Attributes(0))); }},
       {"resource attribute doubleValue",
@@ -154,7 +155,7 @@ TEST_CASE("JSON: every double field reads every spelling of a JSON number", "[js
         std::string text = field.name[0] == 'p' ? std::string(b.Attributes(0)) : b.resources[0];
         CHECK(text == "{\"d\":" + want + "}");
       } else {
-        CHECK(SameBits(got, sp.value));
+        CHECK(SameValue(got, sp.value));
         CHECK(std::signbit(got) == std::signbit(sp.value));
       }
     }
@@ -169,7 +170,7 @@ TEST_CASE("JSON: exemplars and unknown fields may hold any number too", "[json][
     mw::Batch b;
     auto s = d.Decode(
         Replace(
-            Wrap(
+            WrapNumbers(
                 R"({"name":"g","gauge":{"dataPoints":[{"asDouble":1,"exemplars":[{"asDouble":@,"timeUnixNano":"1","filteredAttributes":[{"key":"x","value":{"doubleValue":@}}]}],"future":[@,{"n":@}]}]}})"),
             sp.text),
         &b);
@@ -192,34 +193,34 @@ std::vector<IntField> IntFields() {
   const std::string m = "resourceMetrics[0].scopeMetrics[0].metrics[0].";
   return {
       {"asInt", m + "sum.dataPoints[0].asInt",
-       Wrap(R"({"name":"s","sum":{"dataPoints":[{"asInt":@}]}})"), false,
+       WrapNumbers(R"({"name":"s","sum":{"dataPoints":[{"asInt":@}]}})"), false,
        [](const mw::Batch& b) { return *b.numbers.at(0).int_value; }},
       {"intValue", m + "gauge.dataPoints[0].attributes[0].value.intValue",
-       Wrap(
+       WrapNumbers(
            R"({"name":"g","gauge":{"dataPoints":[{"attributes":[{"key":"i","value":{"intValue":@}}]}]}})"),
        false,
        [](const mw::Batch& b) { return std::stoll(std::string(b.Attributes(0)).substr(5)); }},
       {"timeUnixNano", m + "gauge.dataPoints[0].timeUnixNano",
-       Wrap(R"({"name":"g","gauge":{"dataPoints":[{"timeUnixNano":@}]}})"), true,
+       WrapNumbers(R"({"name":"g","gauge":{"dataPoints":[{"timeUnixNano":@}]}})"), true,
        [](const mw::Batch& b) { return b.numbers.at(0).time; }},
       {"startTimeUnixNano", m + "gauge.dataPoints[0].startTimeUnixNano",
-       Wrap(R"({"name":"g","gauge":{"dataPoints":[{"startTimeUnixNano":@}]}})"), true,
+       WrapNumbers(R"({"name":"g","gauge":{"dataPoints":[{"startTimeUnixNano":@}]}})"), true,
        [](const mw::Batch& b) { return b.numbers.at(0).start_time; }},
       {"histogram count", m + "histogram.dataPoints[0].count",
-       Wrap(R"({"name":"h","histogram":{"dataPoints":[{"count":@}]}})"), true,
+       WrapNumbers(R"({"name":"h","histogram":{"dataPoints":[{"count":@}]}})"), true,
        [](const mw::Batch& b) { return b.histograms.at(0).count; }},
       {"bucketCounts", m + "histogram.dataPoints[0].bucketCounts[1]",
-       Wrap(R"({"name":"h","histogram":{"dataPoints":[{"bucketCounts":[0,@]}]}})"), true,
+       WrapNumbers(R"({"name":"h","histogram":{"dataPoints":[{"bucketCounts":[0,@]}]}})"), true,
        [](const mw::Batch& b) { return b.histograms.at(0).counts.at(1); }},
       {"zeroCount", m + "exponentialHistogram.dataPoints[0].zeroCount",
-       Wrap(R"({"name":"e","exponentialHistogram":{"dataPoints":[{"zeroCount":@}]}})"), true,
+       WrapNumbers(R"({"name":"e","exponentialHistogram":{"dataPoints":[{"zeroCount":@}]}})"), true,
        [](const mw::Batch& b) { return b.exp_histograms.at(0).zero_count; }},
       {"positive bucketCounts", m + "exponentialHistogram.dataPoints[0].positive.bucketCounts[0]",
-       Wrap(
+       WrapNumbers(
            R"({"name":"e","exponentialHistogram":{"dataPoints":[{"positive":{"bucketCounts":[@]}}]}})"),
        true, [](const mw::Batch& b) { return b.exp_histograms.at(0).positive_counts.at(0); }},
       {"summary count", m + "summary.dataPoints[0].count",
-       Wrap(R"({"name":"q","summary":{"dataPoints":[{"count":@}]}})"), true,
+       WrapNumbers(R"({"name":"q","summary":{"dataPoints":[{"count":@}]}})"), true,
        [](const mw::Batch& b) { return b.summaries.at(0).count; }},
   };
 }
@@ -304,7 +305,7 @@ TEST_CASE("JSON: 32-bit fields and flags check their range", "[json][numbers]") 
   mw::Batch b;
   REQUIRE(
       d.Decode(
-           Wrap(
+           WrapNumbers(
                R"({"name":"e","exponentialHistogram":{"dataPoints":[{"scale":"-2","positive":{"offset":2147483647},"negative":{"offset":-2147483648.0}}]}})"),
            &b)
           .ok());
@@ -317,31 +318,34 @@ TEST_CASE("JSON: 32-bit fields and flags check their range", "[json][numbers]") 
     return s.error().message;
   };
   CHECK_THAT(
-      err(Wrap(
+      err(WrapNumbers(
           R"({"name":"e","exponentialHistogram":{"dataPoints":[{"positive":{"offset":2147483648}}]}})")),
       Catch::Contains(
           "exponentialHistogram.dataPoints[0].positive.offset: value 2147483648 is out of the "
           "32-bit integer range"));
-  CHECK_THAT(err(Wrap(R"({"name":"g","gauge":{"dataPoints":[{"flags":4294967296}]}})")),
+  CHECK_THAT(err(WrapNumbers(R"({"name":"g","gauge":{"dataPoints":[{"flags":4294967296}]}})")),
              Catch::Contains("gauge.dataPoints[0].flags: value 4294967296 is out of the uint32"));
   REQUIRE(
-      d.Decode(Wrap(R"({"name":"g","gauge":{"dataPoints":[{"flags":"4294967295"}]}})"), &b).ok());
+      d.Decode(WrapNumbers(R"({"name":"g","gauge":{"dataPoints":[{"flags":"4294967295"}]}})"), &b)
+          .ok());
   CHECK(b.numbers.at(0).flags == 0xFFFFFFFFu);
-  CHECK_THAT(err(Wrap(R"({"name":"s","sum":{"aggregationTemporality":1e300}})")),
+  CHECK_THAT(err(WrapNumbers(R"({"name":"s","sum":{"aggregationTemporality":1e300}})")),
              Catch::Contains("sum.aggregationTemporality: value 1e300 is out of"));
 }
 
 TEST_CASE("JSON: a value in an error is cut short and made safe", "[json][numbers]") {
   mw::JsonDecoder d;
   mw::Batch b;
-  auto s = d.Decode(
-      Wrap(R"({"name":"s","sum":{"dataPoints":[{"asInt":1)" + std::string(500, '0') + "}]}}"), &b);
+  auto s = d.Decode(WrapNumbers(R"({"name":"s","sum":{"dataPoints":[{"asInt":1)" +
+                                std::string(500, '0') + "}]}}"),
+                    &b);
   REQUIRE_FALSE(s.ok());
   CHECK_THAT(s.error().message, Catch::Contains("asInt: value 1" + std::string(39, '0') +
                                                 "... is out of the 64-bit integer range"));
   CHECK(s.error().message.size() < 200);
-  s = d.Decode(Wrap(R"({"name":"s","sum":{"dataPoints":[{"asInt":"1\r\nX-Evil: \"yes\u0000"}]}})"),
-               &b);
+  s = d.Decode(
+      WrapNumbers(R"({"name":"s","sum":{"dataPoints":[{"asInt":"1\r\nX-Evil: \"yes\u0000"}]}})"),
+      &b);
   REQUIRE_FALSE(s.ok());
   INFO(s.error().message);
   for (char c : s.error().message) CHECK((c >= 0x20 && c < 0x7f));

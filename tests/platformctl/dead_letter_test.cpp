@@ -11,16 +11,7 @@
 
 namespace dl = common::dead_letter;
 
-namespace {
-
-std::optional<std::string> Get(const common::Headers& h, const std::string& k) {
-  for (const auto& [hk, v] : h) {
-    if (hk == k) return v;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("dead letter: sizes are counted as nats-server counts them", "[dlq]") {
   common::OutMessage m;
@@ -46,10 +37,10 @@ TEST_CASE("dead letter: every header Build adds is bounded, the growth by kHeade
   o.payload = std::string(1000, 'p');
   const std::string reason(10'000, 'r'), detail(10'000, 'd');
   auto m = dl::Build(o, reason, detail);
-  CHECK(Get(m.headers, dl::kReason)->size() == dl::kMaxReasonBytes);
-  CHECK(Get(m.headers, dl::kDetail)->size() == dl::kMaxDetailBytes);
-  CHECK(Get(m.headers, dl::kStream)->size() == dl::kMaxStreamBytes);
-  auto subject = *Get(m.headers, dl::kSubject);
+  CHECK(common::FindHeader(m.headers, dl::kReason)->size() == dl::kMaxReasonBytes);
+  CHECK(common::FindHeader(m.headers, dl::kDetail)->size() == dl::kMaxDetailBytes);
+  CHECK(common::FindHeader(m.headers, dl::kStream)->size() == dl::kMaxStreamBytes);
+  auto subject = *common::FindHeader(m.headers, dl::kSubject);
   CHECK(subject.size() == dl::kMaxSubjectBytes);
   CHECK(subject.substr(subject.size() - 12) == dl::kTruncatedMark);
   CHECK(m.msg_id.size() == 4 + dl::kMaxStreamBytes + 1 + 20);
@@ -75,11 +66,11 @@ TEST_CASE("dead letter: every header Build adds is bounded, the growth by kHeade
                {"Nats-Expected-Stream", "WEB_EVENTS"}};
   for (int i = 0; i < 40; ++i) h.headers.emplace_back("X-" + std::to_string(i), "v");
   auto c = dl::Build(h, "reason", "detail");
-  CHECK(Get(c.headers, dl::kOrigMsgId) == "ev-1");
+  CHECK(common::FindHeader(c.headers, dl::kOrigMsgId) == "ev-1");
   size_t copied = 0;
   for (const auto& [k, v] : c.headers) copied += k.rfind("X-", 0) == 0 ? 1 : 0;
   CHECK(copied == dl::kMaxCopiedHeaders);
-  CHECK_FALSE(Get(c.headers, "Sa-Dlq-Replay"));
+  CHECK_FALSE(common::FindHeader(c.headers, "Sa-Dlq-Replay"));
   CHECK(c.expect_stream == "WEB_DLQ");
   CHECK(dl::PublishedSize(c) - dl::ReceivedSize(h.headers, 1) <= dl::MaxGrowth());
 }
@@ -92,9 +83,9 @@ TEST_CASE("dead letter: cut values stay valid UTF-8 and one line", "[dlq]") {
   // 255 ASCII bytes, then a 2-byte character straddling the 256-byte bound.
   std::string reason = std::string(255, 'a') + "\xc3\xa9" + "tail";
   auto m = dl::Build(o, reason + "\r\nX-Smuggled: 1", "line\r\nbreak");
-  auto cut = *Get(m.headers, dl::kReason);
+  auto cut = *common::FindHeader(m.headers, dl::kReason);
   CHECK(cut == std::string(255, 'a'));
-  CHECK(*Get(m.headers, dl::kDetail) == "line  break");
+  CHECK(*common::FindHeader(m.headers, dl::kDetail) == "line  break");
   auto short_reason = dl::Build(o, "a\nb");
-  CHECK(*Get(short_reason.headers, dl::kReason) == "a b");
+  CHECK(*common::FindHeader(short_reason.headers, dl::kReason) == "a b");
 }

@@ -16,7 +16,7 @@ namespace dl = common::dead_letter;
 
 namespace {
 
-common::Headers DlqHeaders(const std::string& subject) {
+common::Headers SubjectHeaders(const std::string& subject) {
   return {{"Sa-Dlq-Msg-Id", "ev-7"},
           {"Sa-Dlq-Reason", "umami failed"},
           {"Sa-Dlq-Subject", subject},
@@ -85,19 +85,19 @@ TEST_CASE("dlq subject: a replay skips and keeps a cut, wildcard or space-holdin
   auto q = InfoFor(Queue::kWeb);
   OriginStream origin{"WEB_EVENTS", {"web.events.*"}};
   // "web.events.*" matches each of these as a pattern; the literal check comes first.
-  auto cut = PlanReplay(q, 3, DlqHeaders("web.events.abc (truncated)"), "p", origin);
+  auto cut = PlanReplay(q, 3, SubjectHeaders("web.events.abc (truncated)"), "p", origin);
   CHECK_FALSE(cut.publish);
   CHECK(cut.skip_why ==
         "origin subject is cut (the dead-lettering shortened it; it ends in ' (truncated)'): "
         "'web.events.abc (truncated)'");
-  auto wild = PlanReplay(q, 4, DlqHeaders("web.events.>"), "p", origin);
+  auto wild = PlanReplay(q, 4, SubjectHeaders("web.events.>"), "p", origin);
   CHECK_FALSE(wild.publish);
   CHECK(wild.skip_why == "origin subject holds a wildcard ('*' or '>'): 'web.events.>'");
-  auto space = PlanReplay(q, 5, DlqHeaders("web.events.a\tb"), "p", origin);
+  auto space = PlanReplay(q, 5, SubjectHeaders("web.events.a\tb"), "p", origin);
   CHECK_FALSE(space.publish);
   CHECK(space.skip_why ==
         "origin subject holds white space or a control character: 'web.events.a\\tb'");
-  auto good = PlanReplay(q, 6, DlqHeaders("web.events.abc"), "p", origin);
+  auto good = PlanReplay(q, 6, SubjectHeaders("web.events.abc"), "p", origin);
   REQUIRE(good.publish);
   CHECK(good.out.subject == "web.events.abc");
 

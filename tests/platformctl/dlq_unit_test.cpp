@@ -71,13 +71,6 @@ common::Headers DlqHeaders(const std::string& subject = "web.events.site-a",
           {"Sa-Dlq-Stream-Seq", "7"},           {"Sa-Dlq-Detail", "status 500"}};
 }
 
-std::optional<std::string> Get(const common::Headers& h, const std::string& k) {
-  for (const auto& [hk, v] : h) {
-    if (hk == k) return v;
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 TEST_CASE("dlq unit: RFC 3339 times and DLQ sequences parse as bounds", "[dlq]") {
@@ -168,8 +161,8 @@ TEST_CASE("dlq unit: a selection refuses what cannot select anything sensible", 
 TEST_CASE("dlq unit: an entry comes from the DLQ headers and the subject only", "[dlq]") {
   auto h = DlqHeaders();
   auto q = InfoFor(Queue::kWeb);
-  Entry e =
-      MakeEntry(q, 12, kT0, "dlq.web.site-a", 345, [&](const char* name) { return Get(h, name); });
+  Entry e = MakeEntry(q, 12, kT0, "dlq.web.site-a", 345,
+                      [&](const char* name) { return common::FindHeader(h, name); });
   CHECK(e.seq == 12);
   CHECK(e.time_ns == kT0);
   CHECK(e.key == "site-a");

@@ -19,8 +19,6 @@ using testsupport::TestEvent;
 
 namespace {
 
-const std::string kFailed = "umami failed this event 4 times while its health checks passed";
-
 struct DeadLetter {
   std::string reason, detail;
 };
@@ -156,7 +154,7 @@ TEST_CASE("30 visitors' validation refusals: dead-lettered within 60 s, no write
        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
   CHECK(took < std::chrono::seconds(60));
   for (const auto& d : ReadDlq(f)) {
-    CHECK(d.reason == kFailed);
+    CHECK(d.reason == replayer_test::kFailedReason);
     CHECK_THAT(d.detail, Catch::StartsWith("HTTP 400: "));
     CHECK_THAT(d.detail, Catch::Contains("must be at most"));
   }

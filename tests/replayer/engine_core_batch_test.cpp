@@ -21,7 +21,8 @@ CoreConfig Batching(int batch_max = 20) {
 // The visitor's visit state: kToken's visit, begun at kStart.
 std::string Visit() { return VisitStates::Encode({kToken, kStart}); }
 
-std::string Reply(size_t size, const std::string& details = "", const std::string& cache = "") {
+std::string BatchReply(size_t size, const std::string& details = "",
+                       const std::string& cache = "") {
   int errors = 0;
   for (size_t i = 0; i < details.size(); ++i) errors += details.compare(i, 8, "\"index\":") == 0;
   return R"({"size":)" + std::to_string(size) + R"(,"processed":)" +
@@ -80,7 +81,7 @@ TEST_CASE("batch: one visitor's events in the visit go in one /api/batch, each t
   CHECK(Driver::Header(send, "x-umami-cache") == kToken);
   CHECK(d.core.sends_in_flight() == 1);
   CHECK(d.core.SelfCheck().empty());
-  d.Answer(send, 200, Reply(3, "", kToken2));
+  d.Answer(send, 200, BatchReply(3, "", kToken2));
   CHECK(d.All<PutGuardCmd>().size() == 3);
   CHECK(GuardAll(d).size() == 3);
   CHECK(d.core.held() == 0);
@@ -94,7 +95,7 @@ TEST_CASE("batch: a batch ends where the visit ends, and where the client differ
   // Minute 40 is past the visit's 30 minutes: it begins a visit of its own, without the token.
   auto send = FirstSend(d, {5, 10, 40});
   CHECK(send.batch_seqs == std::vector<uint64_t>{1, 2});
-  d.Answer(send, 200, Reply(2, "", kToken));
+  d.Answer(send, 200, BatchReply(2, "", kToken));
   auto third = d.One<SendCmd>();  // the visitor's next event goes once the last is stored
   CHECK_FALSE(third.batch);
   CHECK(third.stream_seq == 3);
@@ -161,7 +162,7 @@ TEST_CASE(
   auto batch = FirstSend(d, {1, 2, 3, 4});
   REQUIRE(batch.batch_seqs.size() == 4);
   // Elements 1 and 2 fail; 0 and 3 are stored.
-  d.Answer(batch, 200, Reply(4, Failed(1, 400) + "," + Failed(2, 500), kToken));
+  d.Answer(batch, 200, BatchReply(4, Failed(1, 400) + "," + Failed(2, 500), kToken));
   auto guards = d.All<PutGuardCmd>();
   REQUIRE(guards.size() == 2);     // e1 and e4
   auto check = d.One<CheckCmd>();  // for e2's failure, judged as a send's
@@ -214,7 +215,7 @@ TEST_CASE("batch: a bot's batch stores nothing (no token back): dropped, no guar
   Driver d(Batching());
   d.Up();
   auto batch = FirstSend(d, {1, 2});
-  d.Answer(batch, 200, Reply(2));
+  d.Answer(batch, 200, BatchReply(2));
   CHECK(d.All<PutGuardCmd>().empty());
   auto acks = d.All<AckCmd>();
   REQUIRE(acks.size() == 2);
@@ -235,7 +236,7 @@ TEST_CASE("batch: a 2xx that is no batch reply: the events go again one by one",
   e.Up();
   e.Fetched(Events(e, {1, 2}));
   e.Visit(Visit());
-  e.Answer(e.One<SendCmd>(), 200, Reply(3, "", kToken));
+  e.Answer(e.One<SendCmd>(), 200, BatchReply(3, "", kToken));
   CHECK(e.All<PutGuardCmd>().empty());
   CHECK_FALSE(e.One<SendCmd>().batch);
 }
@@ -289,8 +290,8 @@ TEST_CASE("batch: only a batch reply is a batch answered as one (the batch count
     REQUIRE(done == 1);
     return as_batch == 1;
   };
-  CHECK(answered_as_batch(200, Reply(2, "", kToken2)));
-  CHECK(answered_as_batch(200, Reply(2, Failed(1, 400), kToken2)));
+  CHECK(answered_as_batch(200, BatchReply(2, "", kToken2)));
+  CHECK(answered_as_batch(200, BatchReply(2, Failed(1, 400), kToken2)));
   CHECK_FALSE(answered_as_batch(404, "<html>This page could not be found.</html>"));
   CHECK_FALSE(answered_as_batch(405, ""));
   CHECK_FALSE(answered_as_batch(200, "<html>proxy</html>"));

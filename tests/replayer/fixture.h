@@ -15,6 +15,11 @@
 
 namespace replayer_test {
 
+// The reason a dead letter carries when Umami kept failing the event while its health checks
+// passed, as the fixture's replayer words it (4: its number of deliveries).
+inline const std::string kFailedReason =
+    "umami failed this event 4 times while its health checks passed";
+
 class Fixture {
  public:
   explicit Fixture(int umami_processes = 1, int sites = 2);

@@ -76,7 +76,7 @@ class TlsServer {
   std::vector<Seen> seen_;
 };
 
-HttpResponse RunOne(HttpPool& pool, HttpRequest r) {
+HttpResponse RunTls(HttpPool& pool, HttpRequest r) {
   pool.Submit(std::move(r));
   auto deadline = std::chrono::steady_clock::now() + 10s;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -87,7 +87,7 @@ HttpResponse RunOne(HttpPool& pool, HttpRequest r) {
   return {};
 }
 
-HttpRequest Post(const std::string& url, std::string user_agent) {
+HttpRequest TlsPost(const std::string& url, std::string user_agent) {
   HttpRequest r;
   r.tag = 5;
   r.url = url;
@@ -134,7 +134,7 @@ TEST_CASE("https: a request verified against the test CA, answered, connection k
   TlsServer server(ca.path("server.pem"), ca.path("server.key"));
   HttpPool pool = TrustingPool(ca);
   for (int i = 0; i < 3; ++i) {
-    auto r = RunOne(pool, Post(server.url("/api/send"), "Mozilla/5.0 (X11; Linux x86_64)"));
+    auto r = RunTls(pool, TlsPost(server.url("/api/send"), "Mozilla/5.0 (X11; Linux x86_64)"));
     CHECK(r.tag == 5);
     CHECK(r.status == 200);
     CHECK(r.body == "tok");
@@ -148,14 +148,14 @@ TEST_CASE("https: a request verified against the test CA, answered, connection k
   CHECK(seen[0].body == "{\"real\":\"body\"}");
   HttpRequest get;
   get.url = server.url("/api/heartbeat");
-  CHECK(RunOne(pool, get).status == 200);
+  CHECK(RunTls(pool, get).status == 200);
 }
 
 TEST_CASE("https: a server whose certificate the CA did not sign is refused", "[http]") {
   TestCa ca;
   TlsServer server(ca.path("other.pem"), ca.path("other.key"));  // self-signed, another CA
   HttpPool pool = TrustingPool(ca);
-  auto r = RunOne(pool, Post(server.url("/api/send"), "Mozilla/5.0"));
+  auto r = RunTls(pool, TlsPost(server.url("/api/send"), "Mozilla/5.0"));
   CHECK(r.status == 0);
   CHECK_THAT(r.error, Catch::Contains("certificate"));
   CHECK(server.seen().empty());
@@ -174,14 +174,14 @@ TEST_CASE("https: a CR LF in a header value does not smuggle a request", "[http]
   HttpPool pool = TrustingPool(ca);
   for (std::string bad : {std::string(kSmuggling), std::string("a\nb"), std::string("a\rb"),
                           std::string("a\0b", 3), std::string("a\x01z"), std::string("a\x7fz")}) {
-    auto r = RunOne(pool, Post(server.url("/api/send"), bad));
+    auto r = RunTls(pool, TlsPost(server.url("/api/send"), bad));
     CHECK(r.status == 0);
     CHECK_THAT(r.error, Catch::Contains("header User-Agent holds a control character"));
   }
   CHECK(server.seen().size() == before);
   CHECK(server.count("/smuggled") == 1);  // only the control's
   // The pool still works on that server afterwards.
-  CHECK(RunOne(pool, Post(server.url("/api/send"), "Mozilla/5.0\tok")).status == 200);
+  CHECK(RunTls(pool, TlsPost(server.url("/api/send"), "Mozilla/5.0\tok")).status == 200);
   CHECK(server.seen().back().user_agent == "Mozilla/5.0\tok");
 }
 
@@ -197,7 +197,7 @@ TEST_CASE("http: the control case on plain http, and the pool's refusal, for bot
     HttpPoolOptions o;
     o.http_client = client;
     HttpPool pool(o);
-    auto r = RunOne(pool, Post(server.url("/api/send"), kSmuggling));
+    auto r = RunTls(pool, TlsPost(server.url("/api/send"), kSmuggling));
     CHECK(r.status == 0);
   }
   CHECK(server.count("GET /smuggled ") == 1);

@@ -12,7 +12,6 @@ using replayer_test::Fixture;
 using testsupport::TestEvent;
 
 namespace {
-const std::string kFailed = "umami failed this event 4 times while its health checks passed";
 const std::string kOverflow =
     "more than 64 events of this visitor were held behind an event umami keeps failing";
 
@@ -80,7 +79,8 @@ TEST_CASE("poison is dead-lettered with its reason and nobody else waits",
   CHECK(testsupport::WaitFor([&] { return Count(f.DlqReasons(), kOverflow) == 6; }, 25'000));
   {
     auto reasons = f.DlqReasons();
-    CHECK(Count(reasons, kFailed) == 0);  // nothing dead-lettered for failures yet
+    CHECK(Count(reasons, replayer_test::kFailedReason) ==
+          0);  // nothing dead-lettered for failures yet
     CHECK(std::count_if(reasons.begin(), reasons.end(), [](const std::string& r) {
             return r.rfind("the event is not valid JSON", 0) == 0;
           }) == 1);
@@ -99,7 +99,7 @@ TEST_CASE("poison is dead-lettered with its reason and nobody else waits",
     for (const auto& r : reasons) all += r + "\n";
     return all;
   }());
-  CHECK(Count(reasons, kFailed) == 2);  // the long url, identify
+  CHECK(Count(reasons, replayer_test::kFailedReason) == 2);  // the long url, identify
   CHECK(Count(reasons, kOverflow) == 6);
   CHECK(reasons.size() == 2 + 6 + 5);
   // The poison visitor's 64 kept events were stored, in order, after the head went.
@@ -136,7 +136,7 @@ TEST_CASE("poison is dead-lettered with its reason and nobody else waits",
     std::string data(natsMsg_GetData(m), natsMsg_GetDataLength(m));
     if (data.find(std::string(600, 'u')) != std::string::npos) {
       found_long_url = true;
-      CHECK(std::string(reason) == kFailed);
+      CHECK(std::string(reason) == replayer_test::kFailedReason);
       REQUIRE(detail != nullptr);
       CHECK_THAT(std::string(detail), Catch::StartsWith("HTTP 400"));
     }
@@ -192,7 +192,7 @@ TEST_CASE("WEB_DLQ gone for a while: dead-letters wait unacked, others flow, eac
   REQUIRE(f.WaitDrained(120'000));
   auto reasons = f.DlqReasons();
   CHECK(Count(reasons, kOverflow) == 6);
-  CHECK(Count(reasons, kFailed) == 1);
+  CHECK(Count(reasons, replayer_test::kFailedReason) == 1);
   CHECK(reasons.size() == 7);  // one copy each, retries or not
   CHECK(f.StoredEvents("url_path LIKE '/v1000/%'") == 64);
 }

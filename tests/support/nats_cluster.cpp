@@ -14,6 +14,7 @@
 #include "common/config.h"
 #include "common/crash_guard.h"
 #include "common/nats_kv.h"
+#include "common/nats_msg_ptr.h"
 #include "common/nats_status.h"
 #include "common/topology.h"
 
@@ -64,10 +65,6 @@ struct StreamInfoDeleter {
 struct ConsumerInfoDeleter {
   void operator()(jsConsumerInfo* ci) const { jsConsumerInfo_Destroy(ci); }
 };
-struct MsgDeleter {
-  void operator()(natsMsg* m) const { natsMsg_Destroy(m); }
-};
-
 std::string LeaderName(jsClusterInfo* cluster) {
   return cluster != nullptr && cluster->Leader != nullptr ? cluster->Leader : "";
 }
@@ -192,7 +189,7 @@ common::Status StepDown(common::NatsClient& client, const RaftAsset& asset) {
   natsMsg* raw = nullptr;
   natsStatus s = natsConnection_RequestString(&raw, client.conn(), subject.c_str(), "", 3000);
   if (s != NATS_OK) return common::NatsError(s, "step down " + asset.Name());
-  std::unique_ptr<natsMsg, MsgDeleter> reply(raw);
+  common::NatsMsgPtr reply(raw);
   const char* data = natsMsg_GetData(reply.get());
   std::string body = data != nullptr ? std::string(data, natsMsg_GetDataLength(reply.get())) : "";
   auto answer = nlohmann::json::parse(body, nullptr, false);

@@ -11,11 +11,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-long long MsSince(Clock::time_point t0) {
+}  // namespace
+
+int64_t MsSince(Clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
 }
 
-}  // namespace
+double SecondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 std::string WaitKeeping(const std::function<bool()>& done, const std::string& done_what,
                         const std::function<bool()>& invariant, const std::string& invariant_what,

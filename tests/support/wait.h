@@ -7,11 +7,16 @@
 // `CHECK(testsupport::WaitKeeping(...) == "")` prints the reason in a failure report.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
 
 namespace testsupport {
+
+// The time from t0 to now on the steady clock, in whole milliseconds or in seconds.
+int64_t MsSince(std::chrono::steady_clock::time_point t0);
+double SecondsSince(std::chrono::steady_clock::time_point t0);
 
 // Polls every poll_ms until `done` is true, checking `invariant` first at each poll (the last
 // poll is at the deadline). Fails with "<invariant_what> broke after N ms" as soon as the

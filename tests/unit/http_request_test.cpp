@@ -6,7 +6,6 @@
 
 using common::http::ErrorAnswer;
 using common::http::HeadEnd;
-using common::http::Parse;
 using common::http::Route;
 
 TEST_CASE("a request head ends at its first blank line, CRLF or LF", "[unit][http]") {
@@ -18,24 +17,24 @@ TEST_CASE("a request head ends at its first blank line, CRLF or LF", "[unit][htt
 }
 
 TEST_CASE("GET and HEAD of /metrics and /healthz are routed, the rest refused", "[unit][http]") {
-  CHECK(Parse("GET /metrics HTTP/1.1\r\n\r\n").route == Route::kMetrics);
-  CHECK(Parse("GET /metrics?name[]=x HTTP/1.0\r\n\r\n").route == Route::kMetrics);
-  CHECK(Parse("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n").route == Route::kHealth);
-  auto head = Parse("HEAD /healthz HTTP/1.1\r\n\r\n");
+  CHECK(common::http::Parse("GET /metrics HTTP/1.1\r\n\r\n").route == Route::kMetrics);
+  CHECK(common::http::Parse("GET /metrics?name[]=x HTTP/1.0\r\n\r\n").route == Route::kMetrics);
+  CHECK(common::http::Parse("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n").route == Route::kHealth);
+  auto head = common::http::Parse("HEAD /healthz HTTP/1.1\r\n\r\n");
   CHECK(head.route == Route::kHealth);
   CHECK(head.head_only);
-  CHECK_FALSE(Parse("GET /healthz HTTP/1.1\r\n\r\n").head_only);
-  CHECK(Parse("GET / HTTP/1.1\r\n\r\n").route == Route::kNotFound);
-  CHECK(Parse("GET /metrics/x HTTP/1.1\r\n\r\n").route == Route::kNotFound);
-  CHECK(Parse("GET /etc/passwd HTTP/1.1\r\n\r\n").route == Route::kNotFound);
-  CHECK(Parse("POST /metrics HTTP/1.1\r\n\r\n").route == Route::kBadMethod);
-  CHECK(Parse("DELETE /healthz HTTP/1.1\r\n\r\n").route == Route::kBadMethod);
-  CHECK(Parse("\r\n\r\n").route == Route::kBadRequest);
-  CHECK(Parse("GET /metrics\r\n\r\n").route == Route::kBadRequest);
-  CHECK(Parse("GET metrics HTTP/1.1\r\n\r\n").route == Route::kBadRequest);
-  CHECK(Parse("GET /metrics HTTP/2.0\r\n\r\n").route == Route::kBadRequest);
-  CHECK(Parse("get /metrics HTTP/1.1\r\n\r\n").route == Route::kBadRequest);
-  CHECK(Parse("GET  /metrics HTTP/1.1\r\n\r\n").route == Route::kBadRequest);
+  CHECK_FALSE(common::http::Parse("GET /healthz HTTP/1.1\r\n\r\n").head_only);
+  CHECK(common::http::Parse("GET / HTTP/1.1\r\n\r\n").route == Route::kNotFound);
+  CHECK(common::http::Parse("GET /metrics/x HTTP/1.1\r\n\r\n").route == Route::kNotFound);
+  CHECK(common::http::Parse("GET /etc/passwd HTTP/1.1\r\n\r\n").route == Route::kNotFound);
+  CHECK(common::http::Parse("POST /metrics HTTP/1.1\r\n\r\n").route == Route::kBadMethod);
+  CHECK(common::http::Parse("DELETE /healthz HTTP/1.1\r\n\r\n").route == Route::kBadMethod);
+  CHECK(common::http::Parse("\r\n\r\n").route == Route::kBadRequest);
+  CHECK(common::http::Parse("GET /metrics\r\n\r\n").route == Route::kBadRequest);
+  CHECK(common::http::Parse("GET metrics HTTP/1.1\r\n\r\n").route == Route::kBadRequest);
+  CHECK(common::http::Parse("GET /metrics HTTP/2.0\r\n\r\n").route == Route::kBadRequest);
+  CHECK(common::http::Parse("get /metrics HTTP/1.1\r\n\r\n").route == Route::kBadRequest);
+  CHECK(common::http::Parse("GET  /metrics HTTP/1.1\r\n\r\n").route == Route::kBadRequest);
 }
 
 TEST_CASE("an answer closes its connection and HEAD leaves the body out", "[unit][http]") {
