@@ -32,8 +32,11 @@
 # the cluster tests among themselves (and the container test: tests/container), and the
 # partition tests among themselves (their network namespaces have fixed names). A cluster test
 # and a partition test may run together: both mostly wait on the outages they cause (until
-# c86fdd2 one lock held both, a chain of 43 minutes). COST then starts the simulation and the
-# other long chains, on a fresh build, which has no timings of an earlier run.
+# c86fdd2 one lock held both, a chain of 43 minutes). COST then starts the cluster chain (its
+# tests and the container test share the lock: about 36 minutes of one-at-a-time tests; at a
+# lower COST it began 21 minutes into the fresh-clone run of 6478eb9 and was the last thing
+# running, on an idle machine), the simulation and the partition chain: a fresh build has no
+# timings of an earlier run.
 #
 # Per nats-server: with CORE_NATS_SERVERS ("name=path;name=path", scripts/test passes Debian
 # 13's and the newest Debian's), a test of a kind marked "yes" is registered once per server,
@@ -76,16 +79,16 @@ macro(_core_kind kind)
     set(_props PROCESSORS 3 RESOURCE_LOCK umami TIMEOUT 900 COST 3000)
   elseif("${kind}" STREQUAL "cluster")
     set(_labels cluster)
-    set(_props PROCESSORS 2 RESOURCE_LOCK cluster TIMEOUT 600 COST 900)
+    set(_props PROCESSORS 2 RESOURCE_LOCK cluster TIMEOUT 600 COST 2500)
   elseif("${kind}" STREQUAL "cluster_each")
     # A cluster test whose judgement depends on the server's own behaviour (erasure: what each
     # version leaves in its raft logs): on each nats-server, one cluster at a time.
     set(_labels cluster)
-    set(_props PROCESSORS 2 RESOURCE_LOCK cluster TIMEOUT 600 COST 900)
+    set(_props PROCESSORS 2 RESOURCE_LOCK cluster TIMEOUT 600 COST 2500)
     set(_per_nats TRUE)
   elseif("${kind}" STREQUAL "cluster_umami")
     set(_labels cluster umami)
-    set(_props PROCESSORS 2 RESOURCE_LOCK cluster TIMEOUT 600 COST 900)
+    set(_props PROCESSORS 2 RESOURCE_LOCK cluster TIMEOUT 600 COST 2500)
   elseif("${kind}" STREQUAL "partition")
     set(_labels partition umami)
     set(_props PROCESSORS 2 RESOURCE_LOCK partition TIMEOUT 900 COST 1000 SKIP_RETURN_CODE 77)

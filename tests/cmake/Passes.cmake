@@ -11,11 +11,12 @@
 #   CORE_PASS_IMAGES      ON: "container images" (tests/container/images.sh, fixture
 #                         pass_images), which container_deployment then requires
 #
-# The builds run at a lower priority (nice) in one slot each: they take the CPU the tests leave.
-# The sanitizer build and the images are at nice 10, not 19: a test waits for each of them (the
-# sanitizer tests, the container test), and at 19 they finished only after the other tests had
-# (82-minute run of c86fdd2: the images built in 46 minutes of leftover CPU). The fuzz targets,
-# which nothing waits for, stay at 19.
+# The builds run in one slot each. The images at a lower priority (nice 10), the fuzz targets,
+# which nothing waits for, at the lowest (19): they take the CPU the tests leave. At 19 the
+# images finished only after the other tests had (82-minute run of c86fdd2: 46 minutes of
+# leftover CPU). The sanitizer build runs at the tests' own priority: its tests (8 minutes)
+# wait for it, and at nice 10 it ended 40 minutes into the CTest run of 6478eb9 (2026-12-07),
+# so the sanitizer tests were the run's last minutes.
 include_guard(GLOBAL)
 
 set(CORE_PASS_ASAN_DIR "" CACHE PATH "a sanitizer build whose build and tests are tests here")
@@ -40,7 +41,7 @@ endfunction()
 
 if(CORE_PASS_ASAN_DIR)
   _core_pass(NAME "sanitizer build" FIXTURE pass_asan
-    COMMAND nice -n 10 ninja -C ${CORE_PASS_ASAN_DIR} -j${_pass_cores})
+    COMMAND ninja -C ${CORE_PASS_ASAN_DIR} -j${_pass_cores})
   # The nested run has the sanitizer build's own kinds and slots; here it holds 3 slots in 8
   # (no more: a test that needs many at once starves), and its -j lets it use more while the
   # others wait on their faults. The Umami tests
