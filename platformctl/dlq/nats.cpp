@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/js_error.h"
+#include "common/message.h"
 #include "common/nats_status.h"
 #include "platformctl/dlq/nats_get.h"
 #include "platformctl/nats_admin.h"
@@ -22,10 +23,7 @@ using detail::ParseGet;
 using detail::RequestAllRetrying;
 
 std::optional<std::string> StoredMessage::Header(std::string_view key) const {
-  for (const auto& [k, v] : headers) {
-    if (k == key) return v;
-  }
-  return std::nullopt;
+  return common::FindHeader(headers, key);
 }
 
 struct BatchPublisherAccess {
