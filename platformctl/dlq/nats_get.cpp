@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/nats_msg_ptr.h"
 #include "common/nats_status.h"
 #include "platformctl/json_whole.h"
 #include "platformctl/nats_admin.h"
@@ -21,11 +22,6 @@ namespace {
 
 using nats_admin::Patience;
 
-using nats_admin::Patience;
-
-struct MsgDeleter {
-  void operator()(natsMsg* m) const { natsMsg_Destroy(m); }
-};
 // Every server may answer a request (those without the message say "not available"), so a
 // reply can be on its way when we are done: the subscription goes only after a quiesce.
 class ReplySubscription {
@@ -82,7 +78,7 @@ Answers RequestAll(NatsClient& client, const std::string& subject,
     natsMsg* m = nullptr;
     s = natsSubscription_NextMsg(&m, sub.get(), left.count());
     if (s != NATS_OK) break;
-    std::unique_ptr<natsMsg, MsgDeleter> reply(m);
+    common::NatsMsgPtr reply(m);
     std::string_view subj = natsMsg_GetSubject(m);
     size_t i = 0;
     auto tail = subj.substr(subj.rfind('.') + 1);
@@ -100,6 +96,15 @@ Answers RequestAll(NatsClient& client, const std::string& subject,
 }
 
 }  // namespace
+
+bool NothingToDeliver(const std::string& create_answer) {
+  auto info = nlohmann::json::parse(create_answer, nullptr, false);
+  // Read by type: a float or a string there is no count (json_whole.h); unknown is not "none".
+  if (json_whole::WholeAt<uint64_t>(info, "num_pending") != uint64_t{0}) return false;
+  auto delivered = info.is_object() ? info.find("delivered") : info.end();
+  if (!info.is_object() || delivered == info.end()) return false;
+  return json_whole::WholeAt<uint64_t>(*delivered, "consumer_seq") == uint64_t{0};
+}
 
 // RequestAll, with the requests that got no answer or a retryable error answer sent again
 // within `patience`. Answer i: its body (which may be an error answer that is not retryable).

@@ -36,6 +36,13 @@ std::string GetBody(uint64_t seq, const std::string& next_by_subject);
 Result<std::optional<StoredMessage>> ParseGet(const std::string& answer, const std::string& what,
                                               bool keep_data);
 
+// Whether a consumer's create answer (its info, parsed) says it has nothing to deliver: nothing
+// pending and nothing delivered. A create whose first answer was lost (a paused or dying leader)
+// is answered, when sent again, with the info of the consumer the first one made; that one may
+// have delivered every message to the walk's subscription already. Pending 0 then means they are
+// on their way, not that there are none: a walk that stopped there listed a DLQ of 60 as empty.
+bool NothingToDeliver(const std::string& create_answer);
+
 // The first message matching `filter` at or after `seq`, from the leader.
 Result<std::optional<StoredMessage>> GetNext(NatsClient& client, const std::string& stream,
                                              uint64_t seq, const std::string& filter);

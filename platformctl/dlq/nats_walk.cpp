@@ -22,10 +22,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/nats_msg_ptr.h"
 #include "common/nats_status.h"
 #include "platformctl/dlq/nats.h"
 #include "platformctl/dlq/nats_get.h"
-#include "platformctl/json_whole.h"
 #include "platformctl/nats_admin.h"
 
 namespace platformctl::nats_dlq {
@@ -37,9 +37,6 @@ using detail::kMaxWindow;
 using detail::ParseGet;
 using detail::RequestAllRetrying;
 
-struct MsgDeleter {
-  void operator()(natsMsg* m) const { natsMsg_Destroy(m); }
-};
 struct MetaDeleter {
   void operator()(jsMsgMetaData* m) const { jsMsgMetaData_Destroy(m); }
 };
@@ -141,9 +138,7 @@ Status StreamBrowser::Start() {
     Stop(Millis(2000));  // a create whose answer was lost may have made it
     return answer.error();
   }
-  auto info = nlohmann::json::parse(*answer, nullptr, false);
-  // Read by type: a float or a string there is no count (json_whole.h).
-  if (json_whole::WholeAt<uint64_t>(info, "num_pending") == uint64_t{0}) done_ = true;
+  if (detail::NothingToDeliver(*answer)) done_ = true;
   return Status::Ok();
 }
 
@@ -189,7 +184,7 @@ Status StreamBrowser::Receive() {
     return Status::Ok();
   }
   if (s != NATS_OK) return Reset();  // e.g. a slow consumer dropped messages
-  std::unique_ptr<natsMsg, MsgDeleter> msg(raw);
+  common::NatsMsgPtr msg(raw);
   quiet_ = 0;
   const char* status = nullptr;
   if (natsMsgHeader_Get(raw, "Status", &status) == NATS_OK) {

@@ -257,6 +257,21 @@ TEST_CASE("stored messages: header blocks and base64 as JetStream returns them",
     REQUIRE_FALSE(bad);
     CHECK(bad.error().message == "g: a message without a sequence");
   }
+  // A consumer's create answer: nothing to deliver only when nothing is pending and nothing was
+  // delivered. Sent again after a lost answer, the create answers with the consumer the first
+  // one made, which may have delivered everything already (pending 0): the walk goes on.
+  using platformctl::nats_dlq::detail::NothingToDeliver;
+  CHECK(NothingToDeliver(R"({"num_pending":0,"delivered":{"consumer_seq":0,"stream_seq":0}})"));
+  CHECK_FALSE(
+      NothingToDeliver(R"({"num_pending":0,"delivered":{"consumer_seq":60,"stream_seq":60}})"));
+  CHECK_FALSE(
+      NothingToDeliver(R"({"num_pending":60,"delivered":{"consumer_seq":0,"stream_seq":0}})"));
+  CHECK_FALSE(NothingToDeliver(R"({"num_pending":0})"));
+  CHECK_FALSE(NothingToDeliver(R"({"num_pending":0.0,"delivered":{"consumer_seq":0}})"));
+  CHECK_FALSE(NothingToDeliver(R"({"num_pending":0,"delivered":{"consumer_seq":"0"}})"));
+  CHECK_FALSE(NothingToDeliver("not json"));
+  CHECK_FALSE(NothingToDeliver("[]"));
+
   // Another type where a text is expected is no text, not a throw.
   auto odd = ParseGet(R"({"message":{"subject":7,"time":[],"seq":3}})", "g", false);
   REQUIRE(odd);
