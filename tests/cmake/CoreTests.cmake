@@ -12,9 +12,11 @@
 #                                                                           SIGSTOP: alone
 #   umami         umami                  3      umami      no               a real Umami: its
 #                                                                           sends need the CPU
-#   cluster       cluster (+umami)       2      cluster    no               three NATS nodes,
-#                                                                           waits on faults
-#   cluster_each  cluster                2      cluster    yes              erasure: what each
+#   cluster_umami cluster;umami          2      cluster    no               three NATS nodes and
+#                                                                           Umami: failover times
+#   cluster       cluster                2      cluster_ctl no              three NATS nodes,
+#                                                                           platformctl's faults
+#   cluster_each  cluster                2      erasure    yes              erasure: what each
 #                                                                           version keeps
 #   partition     partition;umami        2      partition  no               namespaces with fixed
 #                                                                           names: one at a time
@@ -28,15 +30,18 @@
 # started after 22 minutes of tests, while the builds of the other passes, the partition and
 # cluster chains and the integration tests took every slot that came free; a test that needs
 # many slots at once starves while smaller ones fill each slot as it frees.
-# The locks keep the tests that start a whole world one at a time: Umami tests among themselves,
-# the cluster tests among themselves (and the container test: tests/container), and the
-# partition tests among themselves (their network namespaces have fixed names). A cluster test
-# and a partition test may run together: both mostly wait on the outages they cause (until
-# c86fdd2 one lock held both, a chain of 43 minutes). COST then starts the cluster chain (its
-# tests and the container test share the lock: about 36 minutes of one-at-a-time tests; at a
-# lower COST it began 21 minutes into the fresh-clone run of 6478eb9 and was the last thing
-# running, on an idle machine), the simulation and the partition chain: a fresh build has no
-# timings of an earlier run.
+# The locks keep the tests that start a whole world one at a time: Umami tests among themselves;
+# the failover tests on a cluster with Umami among themselves and with the container test
+# (tests/container), whose failover times they share the machine with; platformctl's cluster
+# tests among themselves; the erasure tests among themselves; the partition tests among
+# themselves (their network namespaces have fixed names). Tests under different locks may run
+# together: they mostly wait on the outages they cause. Until 2026-12-07 one lock held every
+# cluster test and the container test: a chain of 26 minutes of one-at-a-time tests that
+# began with the run and ended it (35.6 minutes into the fresh-clone run of 42b25c5, the last
+# 10 on an idle machine); the erasure tests alone are 13 of them (each waits for the servers'
+# own snapshots). COST then starts the longest chains first (erasure, the cluster chains, the
+# partition chain, the simulation): a fresh build has no timings of an earlier run. (Until
+# c86fdd2 the cluster and partition tests shared one lock, a chain of 43 minutes.)
 #
 # Per nats-server: with CORE_NATS_SERVERS ("name=path;name=path", scripts/test passes Debian
 # 13's and the newest Debian's), a test of a kind marked "yes" is registered once per server,
@@ -79,19 +84,19 @@ macro(_core_kind kind)
     set(_props PROCESSORS 3 RESOURCE_LOCK umami TIMEOUT 900 COST 3000)
   elseif("${kind}" STREQUAL "cluster")
     set(_labels cluster)
-    set(_props PROCESSORS 2 RESOURCE_LOCK cluster TIMEOUT 600 COST 2500)
+    set(_props PROCESSORS 2 RESOURCE_LOCK cluster_ctl TIMEOUT 600 COST 2450)
   elseif("${kind}" STREQUAL "cluster_each")
     # A cluster test whose judgement depends on the server's own behaviour (erasure: what each
-    # version leaves in its raft logs): on each nats-server, one cluster at a time.
+    # version leaves in its raft logs): on each nats-server, one at a time. The longest chain.
     set(_labels cluster)
-    set(_props PROCESSORS 2 RESOURCE_LOCK cluster TIMEOUT 600 COST 2500)
+    set(_props PROCESSORS 2 RESOURCE_LOCK erasure TIMEOUT 600 COST 2550)
     set(_per_nats TRUE)
   elseif("${kind}" STREQUAL "cluster_umami")
     set(_labels cluster umami)
     set(_props PROCESSORS 2 RESOURCE_LOCK cluster TIMEOUT 600 COST 2500)
   elseif("${kind}" STREQUAL "partition")
     set(_labels partition umami)
-    set(_props PROCESSORS 2 RESOURCE_LOCK partition TIMEOUT 900 COST 1000 SKIP_RETURN_CODE 77)
+    set(_props PROCESSORS 2 RESOURCE_LOCK partition TIMEOUT 900 COST 2400 SKIP_RETURN_CODE 77)
   else()
     message(FATAL_ERROR "core tests: no kind '${kind}' (tests/cmake/CoreTests.cmake)")
   endif()

@@ -1,6 +1,8 @@
 #include "tests/metricswriter/harness.h"
 
 #include <chrono>
+#include <cstdio>
+#include <exception>
 #include <stdexcept>
 #include <thread>
 
@@ -33,7 +35,13 @@ Harness::Harness() : stack_({"nats", "pg"}) {
   nats_ = std::move(*n);
 }
 
-Harness::~Harness() = default;
+Harness::~Harness() {
+  if (std::uncaught_exceptions() == 0) return;
+  for (int i : writers_) {
+    std::fprintf(stderr, "--- %s (its last lines)\n%s", log_path(i).c_str(),
+                 testsupport::CollapsedTail(log_path(i), 30).c_str());
+  }
+}
 
 std::string Harness::log_path(int index) const {
   return stack_.dir() + "/metricswriter-" + std::to_string(index) + ".log";
@@ -52,6 +60,7 @@ std::unique_ptr<testsupport::ChildProcess> Harness::StartWriter(
       {"LOG_LEVEL", "info"},
   };
   for (const auto& [k, v] : extra) env[k] = v;
+  writers_.insert(index);
   auto child = std::make_unique<testsupport::ChildProcess>(
       std::vector<std::string>{BinaryDir() + "/metricswriter/metricswriter"}, env, log_path(index));
   testsupport::WaitFor([&] { return !Scrape(index).empty(); }, 10'000);

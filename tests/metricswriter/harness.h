@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ struct DlqMessage {
 class Harness {
  public:
   Harness();
+  // When a failed REQUIRE unwinds through it, prints each writer's log tail to stderr first: the
+  // stack's directory, and the logs with it, go when the harness does.
   ~Harness();
 
   // Starts a metricswriter; its /metrics port is metrics_port(index).
@@ -79,6 +82,7 @@ class Harness {
   std::unique_ptr<common::NatsClient> nats_;
   std::unique_ptr<common::pg::PgConn> pg_;
   int dlq_readers_ = 0;
+  std::set<int> writers_;  // the indexes StartWriter started, for their logs on a failure
 };
 
 // An OTLP/JSON batch of `points` gauge points of one series per point (attribute i), at

@@ -172,6 +172,18 @@ std::unique_ptr<PartitionFixture> PartitionFixture::Make(std::string* why) {
         [&] { return testsupport::Run("curl -sf -m 2 -o /dev/null " + health) == 0; }, 60'000);
     if (!up) throw std::runtime_error("nats-" + std::to_string(j) + " not healthy");
   }
+  // Healthy nodes are not yet a cluster that places three replicas (stack::LeadsWholeMeta).
+  bool formed = testsupport::WaitFor(
+      [&] {
+        for (const auto& m : f->MonitorUrls()) {
+          if (testsupport::stack::LeadsWholeMeta(Capture("curl -s -m 2 " + m + "/jsz"), kNodes)) {
+            return true;
+          }
+        }
+        return false;
+      },
+      60'000);
+  if (!formed) throw std::runtime_error("no node leads a meta group of all three within 60 s");
   int rc = -1;
   std::string out = Capture("NATS_URL=" + f->NodeUrls({1, 2, 3}) + " " + testsupport::BinaryDir() +
                                 "/platformctl/platformctl init --replicas 3 2>&1",

@@ -227,14 +227,8 @@ std::vector<std::unique_ptr<NatsNode>> MakeNatsNodes(const std::string& dir, con
   return out;
 }
 
-namespace {
-
-// Whether the node's /jsz shows it leading the meta group with every other node a current,
-// online follower. Each node's /healthz answers before that: nats-server 2.10.27 then refused a
-// three-replica stream "no suitable peers for placement" (10005) 0.1 s after every node was
-// healthy, on a loaded machine.
-bool LeadsWholeMeta(const NatsNode& node, size_t nodes) {
-  auto jsz = nlohmann::json::parse(HttpGetBody(node.monitor_port(), "/jsz"), nullptr, false);
+bool LeadsWholeMeta(const std::string& jsz_body, size_t nodes) {
+  auto jsz = nlohmann::json::parse(jsz_body, nullptr, false);
   if (!jsz.is_object() || !jsz.contains("meta_cluster")) return false;
   const auto& meta = jsz["meta_cluster"];
   if (!meta.is_object() || !meta.contains("replicas") || !meta["replicas"].is_array()) {
@@ -250,8 +244,6 @@ bool LeadsWholeMeta(const NatsNode& node, size_t nodes) {
   return true;
 }
 
-}  // namespace
-
 void StartNodes(const std::vector<NatsNode*>& nodes) {
   for (auto* n : nodes) n->Spawn();
   for (auto* n : nodes) n->WaitReady();
@@ -259,7 +251,7 @@ void StartNodes(const std::vector<NatsNode*>& nodes) {
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   while (Clock::now() < deadline) {
     for (auto* n : nodes) {
-      if (LeadsWholeMeta(*n, nodes.size())) return;
+      if (LeadsWholeMeta(HttpGetBody(n->monitor_port(), "/jsz"), nodes.size())) return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

@@ -91,4 +91,11 @@ std::vector<std::unique_ptr<NatsNode>> MakeNatsNodes(const std::string& dir, con
 // a current follower (its /jsz). Throws.
 void StartNodes(const std::vector<NatsNode*>& nodes);
 
+// Whether a node's /jsz answer shows it leading the meta group with every other of `nodes` nodes
+// a current, online follower: a cluster is ready for three-replica streams only then. Each
+// node's /healthz answers before that: nats-server 2.10.27 then refused a three-replica stream
+// "no suitable peers for placement" (10005) 0.1 s after every node was healthy, on a loaded
+// machine, and 2.15.1 a KV bucket "peer offline" (the partition fixture, 2026-12-07).
+bool LeadsWholeMeta(const std::string& jsz, size_t nodes);
+
 }  // namespace testsupport::stack

@@ -23,6 +23,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 extern char** environ;
@@ -255,7 +256,11 @@ std::map<std::string, std::string> InheritedEnv() {
   return env;
 }
 
-bool KeepServers() { return std::getenv("KEEP_TEST_STACK") != nullptr; }
+bool KeepServers() {
+  // "1" as the scripts read it: KEEP_TEST_STACK=0 left every server running until 2026-12-07.
+  const char* keep = std::getenv("KEEP_TEST_STACK");
+  return keep != nullptr && std::string_view(keep) == "1";
+}
 
 int PickPort() {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

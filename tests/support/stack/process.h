@@ -100,7 +100,7 @@ class ServerProcess {
 
 // This process's environment as a map (to copy into a ProcessSpec).
 std::map<std::string, std::string> InheritedEnv();
-// Whether KEEP_TEST_STACK asks to leave a test's servers running.
+// Whether KEEP_TEST_STACK=1 asks to leave a test's servers running.
 bool KeepServers();
 
 // A TCP port on 127.0.0.1 that the OS handed out for bind(0) and that is closed again: free now,
