@@ -3,7 +3,6 @@
 #include <nats/nats.h>
 
 #include <algorithm>
-#include <ctime>
 #include <memory>
 #include <thread>
 
@@ -12,25 +11,10 @@
 #include "common/js_error.h"
 #include "common/nats_msg_ptr.h"
 #include "common/nats_status.h"
+#include "common/timefmt.h"
 #include "platformctl/json_whole.h"
 
 namespace platformctl::nats_admin {
-namespace {
-
-bool Digits(std::string_view s, size_t pos, size_t n, int* out) {
-  if (pos + n > s.size()) return false;
-  int v = 0;
-  for (size_t i = 0; i < n; ++i) {
-    char c = s[pos + i];
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
-  *out = v;
-  return true;
-}
-
-}  // namespace
-
 Patience::Patience(Millis limit, std::function<Clock::time_point()> now)
     : limit_(limit), now_(std::move(now)), since_(now_()) {}
 
@@ -115,57 +99,7 @@ Result<std::string> ApiRequest(NatsClient& client, const std::string& subject,
 }
 
 std::optional<int64_t> ParseJsTime(std::string_view s) {
-  int year = 0, mon = 0, day = 0, hour = 0, min = 0, sec = 0;
-  if (!Digits(s, 0, 4, &year) || s.size() < 20 || s[4] != '-' || !Digits(s, 5, 2, &mon) ||
-      s[7] != '-' || !Digits(s, 8, 2, &day) || (s[10] != 'T' && s[10] != 't') ||
-      !Digits(s, 11, 2, &hour) || s[13] != ':' || !Digits(s, 14, 2, &min) || s[16] != ':' ||
-      !Digits(s, 17, 2, &sec)) {
-    return std::nullopt;
-  }
-  size_t pos = 19;
-  int64_t frac_ns = 0;
-  if (pos < s.size() && s[pos] == '.') {
-    ++pos;
-    int64_t scale = 100'000'000;
-    size_t start = pos;
-    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
-      frac_ns += (s[pos] - '0') * scale;
-      scale /= 10;
-      ++pos;
-    }
-    if (pos == start) return std::nullopt;
-  }
-  int64_t offset_s = 0;
-  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
-    ++pos;
-  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
-    int oh = 0, om = 0;
-    if (!Digits(s, pos + 1, 2, &oh) || pos + 3 >= s.size() || s[pos + 3] != ':' ||
-        !Digits(s, pos + 4, 2, &om)) {
-      return std::nullopt;
-    }
-    offset_s = (s[pos] == '-' ? -1 : 1) * (oh * 3600 + om * 60);
-    pos += 6;
-  } else {
-    return std::nullopt;
-  }
-  if (pos != s.size() || mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 ||
-      sec > 60) {
-    return std::nullopt;
-  }
-  if (year < 1970) return 0;  // Go's zero time: never
-  // Unix nanoseconds in 64 bits end in April 2262: a later time is no answer a server gives
-  // (found by tests/fuzz: year 6220 overflowed the multiplication below).
-  if (year > 2261) return std::nullopt;
-  std::tm tm{};
-  tm.tm_year = year - 1900;
-  tm.tm_mon = mon - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = min;
-  tm.tm_sec = sec;
-  const std::time_t t = timegm(&tm);
-  return (static_cast<int64_t>(t) - offset_s) * 1'000'000'000 + frac_ns;
+  return common::ParseRfc3339(s, {.before_epoch_is_zero = true});
 }
 
 }  // namespace platformctl::nats_admin

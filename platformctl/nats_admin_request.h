@@ -74,7 +74,8 @@ Result<std::string> ApiRequest(NatsClient& client, const std::string& subject,
 std::string LastServerError(NatsClient& client);
 
 // A JSON time of JetStream (RFC 3339 with up to nanoseconds and Z or an offset) as unix ns;
-// nullopt when it is not one. "0001-01-01T00:00:00Z" (Go's zero time) reads as 0.
+// nullopt when it is not one. "0001-01-01T00:00:00Z" (Go's zero time) reads as 0
+// (common::ParseRfc3339, the parser of the operator's times too).
 std::optional<int64_t> ParseJsTime(std::string_view text);
 
 }  // namespace platformctl::nats_admin

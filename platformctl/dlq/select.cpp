@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <ctime>
 
 #include "common/dead_letter.h"
 #include "common/timefmt.h"
@@ -22,26 +21,6 @@ std::string Lower(std::string_view s) {
 
 bool AllDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-// Reads exactly n digits at s[*pos]; false when they are not there.
-bool Digits(std::string_view s, size_t* pos, size_t n, int* out) {
-  if (*pos + n > s.size()) return false;
-  int v = 0;
-  for (size_t i = 0; i < n; ++i) {
-    char c = s[*pos + i];
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
-  *pos += n;
-  *out = v;
-  return true;
-}
-
-bool Expect(std::string_view s, size_t* pos, char c) {
-  if (*pos >= s.size() || std::tolower(static_cast<unsigned char>(s[*pos])) != c) return false;
-  ++*pos;
-  return true;
 }
 
 std::string Quote(const std::string& s) {
@@ -80,67 +59,10 @@ QueueInfo InfoFor(Queue q) {
 }
 
 common::Result<int64_t> ParseRfc3339(std::string_view s) {
-  const auto bad = [&] {
-    return Error::Invalid("'" + std::string(s) +
-                          "' is not a time (RFC 3339, e.g. 2026-11-29T16:10:13Z) or a day "
-                          "(2026-11-29)");
-  };
-  std::tm tm{};
-  size_t pos = 0;
-  int year = 0, mon = 0, day = 0, hour = 0, min = 0, sec = 0;
-  if (!Digits(s, &pos, 4, &year) || !Expect(s, &pos, '-') || !Digits(s, &pos, 2, &mon) ||
-      !Expect(s, &pos, '-') || !Digits(s, &pos, 2, &day)) {
-    return bad();
-  }
-  int64_t frac_ns = 0;
-  int64_t offset_s = 0;
-  if (pos < s.size()) {
-    if (s[pos] != 'T' && s[pos] != 't' && s[pos] != ' ') return bad();
-    ++pos;
-    if (!Digits(s, &pos, 2, &hour) || !Expect(s, &pos, ':') || !Digits(s, &pos, 2, &min) ||
-        !Expect(s, &pos, ':') || !Digits(s, &pos, 2, &sec)) {
-      return bad();
-    }
-    if (pos < s.size() && s[pos] == '.') {
-      ++pos;
-      int64_t scale = 100'000'000;
-      size_t start = pos;
-      while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
-        frac_ns += (s[pos] - '0') * scale;
-        scale /= 10;
-        ++pos;
-      }
-      if (pos == start) return bad();
-    }
-    if (pos >= s.size()) return bad();  // a time of day needs its zone
-    if (s[pos] == 'Z' || s[pos] == 'z') {
-      ++pos;
-    } else if (s[pos] == '+' || s[pos] == '-') {
-      int sign = s[pos] == '-' ? -1 : 1;
-      ++pos;
-      int oh = 0, om = 0;
-      if (!Digits(s, &pos, 2, &oh) || !Expect(s, &pos, ':') || !Digits(s, &pos, 2, &om) ||
-          oh > 23 || om > 59) {
-        return bad();
-      }
-      offset_s = sign * (oh * 3600 + om * 60);
-    } else {
-      return bad();
-    }
-    if (pos != s.size()) return bad();
-  }
-  if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60) {
-    return bad();
-  }
-  tm.tm_year = year - 1900;
-  tm.tm_mon = mon - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = min;
-  tm.tm_sec = sec;
-  std::time_t t = timegm(&tm);
-  if (tm.tm_mday != day) return bad();  // 2026-02-30 normalised to March
-  return (static_cast<int64_t>(t) - offset_s) * 1'000'000'000 + frac_ns;
+  if (auto t = common::ParseRfc3339(s, {.day_alone = true, .space_for_t = true})) return *t;
+  return Error::Invalid("'" + std::string(s) +
+                        "' is not a time (RFC 3339, e.g. 2026-11-29T16:10:13Z) or a day "
+                        "(2026-11-29) between 1678 and 2261");
 }
 
 common::Result<Bound> ParseBound(std::string_view text) {

@@ -82,9 +82,14 @@ TEST_CASE("dlq unit: RFC 3339 times and DLQ sequences parse as bounds", "[dlq]")
   CHECK(*ParseRfc3339("2026-11-29T15:40:13-00:30") == *t);
   CHECK(*ParseRfc3339("2026-11-29 16:10:13z") == *t);
   CHECK(*ParseRfc3339("2026-11-29") == 1'795'910'400LL * kSec);
+  CHECK(*ParseRfc3339("2261-12-31T23:59:59-23:59") > *t);
+  CHECK(*ParseRfc3339("1678-01-01") < 0);
   for (const char* bad : {"2026-11-29T16:10:13", "2026-02-30", "2026-13-01", "yesterday", "",
                           "2026-11-29T16:10Z", "2026-11-29T16:10:13.Z", "2026-11-29T25:00:00Z",
-                          "2026-11-29T16:10:13Zjunk", "2026-11-29T16:10:13+2:00"}) {
+                          "2026-11-29T16:10:13Zjunk", "2026-11-29T16:10:13+2:00",
+                          // beyond 64-bit nanoseconds: signed overflow until 2026-12-07
+                          "9999-01-01", "2262-04-12T00:00:00Z", "1677-01-01",
+                          "2026-11-29T16:10:13 Z", "2026-11-29T"}) {
     INFO(bad);
     CHECK_FALSE(ParseRfc3339(bad).ok());
   }

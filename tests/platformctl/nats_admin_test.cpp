@@ -72,6 +72,7 @@ TEST_CASE("JetStream answers: errors by kind, times", "[dlq]") {
   CHECK(ParseJsTime("0001-01-01T00:00:00Z") == 0);
   CHECK_FALSE(ParseJsTime("2026-12-01 09:55:08Z"));
   CHECK_FALSE(ParseJsTime("2026-12-01T09:55:08"));
+  CHECK_FALSE(ParseJsTime("2026-12-01"));  // a day alone is an operator's input, no answer
   CHECK_FALSE(ParseJsTime(""));
   // Past April 2262 unix nanoseconds overflow 64 bits (tests/fuzz found it: year 6220).
   CHECK(ParseJsTime("2262-04-11T00:00:00Z") == std::nullopt);
