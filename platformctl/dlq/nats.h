@@ -84,6 +84,9 @@ class StreamBrowser {
   Status Reset();    // a new one from cursor_, or message gets when consumers keep failing
   Status Receive();  // one message of the consumer (or a flow control, a heartbeat)
   Status Fill();     // the next window of message gets
+  // The consumer says it has nothing more: believed only when the stream's leader has no match
+  // from cursor_ to end_seq either (a message get); otherwise the walk goes on by message gets.
+  Status ConsumerSaysDone();
 
   NatsClient* client_ = nullptr;  // borrowed
   BrowseSpec spec_;
