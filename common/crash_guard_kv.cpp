@@ -48,25 +48,60 @@ void CrashGuard::RemoveLeftBehind() {
   not_removed_.erase(not_removed_.begin(), not_removed_.begin() + static_cast<long>(done));
 }
 
+void CrashGuard::Prefetch(const std::vector<std::pair<uint64_t, uint64_t>>& batch) {
+  prefetched_.clear();
+  if (bucket_ == nullptr || rest_.Resting(std::chrono::steady_clock::now())) return;
+  std::vector<uint64_t> seqs;
+  std::vector<std::string> keys;
+  for (const auto& [seq, delivered] : batch) {
+    if (delivered <= 1) continue;  // a first delivery is read unmarked
+    seqs.push_back(seq);
+    keys.push_back(crash_guard::Key(durable_, seq));
+  }
+  if (keys.size() < 2) return;  // one marker: Before() reads it as it would anyway
+  auto found = bucket_->GetMany(keys);
+  for (size_t i = 0; i < seqs.size(); ++i) prefetched_.emplace(seqs[i], std::move(found[i]));
+}
+
+void CrashGuard::Flush() {
+  if (!deferred_) return;
+  const uint64_t seq = *deferred_;
+  deferred_.reset();
+  if (!rest_.Resting(std::chrono::steady_clock::now())) {
+    auto st = bucket_->Delete(crash_guard::Key(durable_, seq));
+    if (st.ok()) return;
+    Failed("removing marker " + crash_guard::Key(durable_, seq), st.error());
+  }
+  not_removed_.push_back(seq);
+}
+
 CrashGuard::Verdict CrashGuard::Before(uint64_t stream_seq, uint64_t num_delivered) {
   Verdict v;
   v.seq = stream_seq;
   if (bucket_ == nullptr) return v;
+  auto prefetched = prefetched_.extract(stream_seq);
   if (rest_.Resting(std::chrono::steady_clock::now())) {
+    Flush();
     if (num_delivered > 1) ++unguarded_;
     return v;
   }
   if (!not_removed_.empty()) RemoveLeftBehind();  // before any message: NATS may be back
-  if (num_delivered <= 1) return v;
+  if (num_delivered <= 1) {
+    Flush();
+    return v;
+  }
   if (rest_.Resting(std::chrono::steady_clock::now())) {  // a removal just failed
+    Flush();
     ++unguarded_;
     return v;
   }
   const std::string key = crash_guard::Key(durable_, stream_seq);
-  auto found = bucket_->Get(key);
+  Result<std::optional<KvValue>> found =
+      prefetched ? std::move(prefetched.mapped()) : bucket_->Get(key);
   if (!found.ok()) {
     ++unguarded_;
     Failed("reading marker " + key, found.error());
+    Flush();
     return v;
   }
   std::optional<std::string> value;
@@ -75,8 +110,10 @@ CrashGuard::Verdict CrashGuard::Before(uint64_t stream_seq, uint64_t num_deliver
       crash_guard::Decide(num_delivered, value, crash_guard::ThisProcess());
   switch (d.step) {
     case crash_guard::Step::kRead:
+      Flush();
       return v;
     case crash_guard::Step::kDeadLetter:
+      Flush();
       v.dead_letter = true;
       v.detail = crash_guard::Detail(*value, num_delivered);
       return v;
@@ -93,19 +130,34 @@ CrashGuard::Verdict CrashGuard::Before(uint64_t stream_seq, uint64_t num_deliver
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
-  auto put = bucket_->Put(key, crash_guard::Encode({num_delivered, now_ms, instance_,
-                                                    crash_guard::ThisProcess(), d.stops}));
-  if (!put.ok()) {
+  std::vector<KvWrite> writes{
+      {key,
+       crash_guard::Encode({num_delivered, now_ms, instance_, crash_guard::ThisProcess(), d.stops}),
+       false}};
+  const std::optional<uint64_t> removing = deferred_;
+  deferred_.reset();
+  if (removing) writes.push_back({crash_guard::Key(durable_, *removing), "", true});
+  auto written = bucket_->WriteMany(writes);
+  if (removing && !written[1].ok()) {
+    not_removed_.push_back(*removing);
+    Failed("removing marker " + writes[1].key, written[1].error());
+  }
+  if (!written[0].ok()) {
     ++unguarded_;
-    Failed("writing marker " + key, put.error());
+    Failed("writing marker " + key, written[0].error());
     return v;
   }
   v.marked = true;
   return v;
 }
 
-void CrashGuard::Done(const Verdict& v) {
+void CrashGuard::Done(const Verdict& v, bool defer) {
   if (!v.marked) return;
+  Flush();  // none is left (Before() sent it) unless a caller deferred twice
+  if (defer) {
+    deferred_ = v.seq;
+    return;
+  }
   // Resting (a request failed while this message was read): tried again after the rest.
   if (!rest_.Resting(std::chrono::steady_clock::now())) {
     auto st = bucket_->Delete(crash_guard::Key(durable_, v.seq));

@@ -8,10 +8,12 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include "common/js_error.h"
 #include "common/nats_msg_ptr.h"
 #include "common/nats_status.h"
+#include "common/pub_answer.h"
 
 namespace common {
 
@@ -74,38 +76,57 @@ Result<std::optional<KvValue>> DirectGetAnswer(natsMsg* m, const std::string& wh
 
 }  // namespace
 
-std::vector<Result<std::optional<KvValue>>> KvBucket::GetMany(
-    const std::vector<std::string>& keys) {
-  std::string what = "KV get " + name_;
-  std::vector<Result<std::optional<KvValue>>> out(keys.size(),
-                                                  Error::Retryable(what + ": no answer in time"));
-  if (keys.empty()) return out;
-  if (!direct_) {
-    for (size_t i = 0; i < keys.size(); ++i) out[i] = Get(keys[i]);
-    return out;
+namespace {
+
+// One request of RequestMany: a publish to `subject` (a KV delete marker when `kv_delete`).
+struct Request {
+  std::string subject;
+  std::string payload;
+  bool kv_delete = false;
+};
+
+// Sends every request before awaiting any answer, each with its own reply subject <inbox>.<i>
+// on one private subscription, and waits up to the client's request timeout for the answers.
+// Each answer is the message that came for it, or the error that kept it (unanswered in time:
+// retryable).
+std::vector<Result<NatsMsgPtr>> RequestMany(NatsClient& client, const std::vector<Request>& reqs,
+                                            const std::string& what) {
+  std::vector<Result<NatsMsgPtr>> out;
+  out.reserve(reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    out.emplace_back(Error::Retryable(what + ": no answer in time"));
   }
-  auto inbox = client_->NewInbox();
+  if (reqs.empty()) return out;
+  auto inbox = client.NewInbox();
   if (!inbox) {
-    std::fill(out.begin(), out.end(), inbox.error());
+    for (auto& o : out) o = inbox.error();
     return out;
   }
-  std::string prefix = *inbox + ".";
+  const std::string prefix = *inbox + ".";
   natsSubscription* raw_sub = nullptr;
-  natsStatus s = natsConnection_SubscribeSync(&raw_sub, client_->conn(), (prefix + "*").c_str());
+  natsStatus s = natsConnection_SubscribeSync(&raw_sub, client.conn(), (prefix + "*").c_str());
   if (s != NATS_OK) {
-    std::fill(out.begin(), out.end(), NatsError(s, what));
+    for (auto& o : out) o = NatsError(s, what);
     return out;
   }
-  std::string api = "$JS.API.DIRECT.GET.KV_" + name_ + ".$KV." + name_ + ".";
-  for (size_t i = 0; i < keys.size(); ++i) {
-    s = natsConnection_PublishRequest(client_->conn(), (api + keys[i]).c_str(),
-                                      (prefix + std::to_string(i)).c_str(), nullptr, 0);
-    if (s != NATS_OK) out[i] = NatsError(s, what + "/" + keys[i]);
+  std::vector<bool> answered(reqs.size(), false);
+  size_t left = reqs.size();
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const std::string reply = prefix + std::to_string(i);
+    natsMsg* raw = nullptr;
+    s = natsMsg_Create(&raw, reqs[i].subject.c_str(), reply.c_str(), reqs[i].payload.data(),
+                       static_cast<int>(reqs[i].payload.size()));
+    NatsMsgPtr msg(raw);
+    if (s == NATS_OK && reqs[i].kv_delete) s = natsMsgHeader_Set(msg.get(), "KV-Operation", "DEL");
+    if (s == NATS_OK) s = natsConnection_PublishMsg(client.conn(), msg.get());
+    if (s != NATS_OK) {
+      out[i] = NatsError(s, what);
+      answered[i] = true;  // nothing will come for it
+      --left;
+    }
   }
-  std::vector<bool> answered(keys.size(), false);
-  size_t left = keys.size();
   auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(client_->request_timeout_ms());
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(client.request_timeout_ms());
   while (left > 0) {
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
                     deadline - std::chrono::steady_clock::now())
@@ -113,17 +134,67 @@ std::vector<Result<std::optional<KvValue>>> KvBucket::GetMany(
     if (wait <= 0) break;
     natsMsg* m = nullptr;
     if (natsSubscription_NextMsg(&m, raw_sub, wait) != NATS_OK) break;
+    NatsMsgPtr answer(m);
     const char* subject = natsMsg_GetSubject(m);
-    size_t i = std::strtoull(subject + prefix.size(), nullptr, 10);
-    if (i < keys.size() && !answered[i]) {
+    const size_t i = std::strtoull(subject + prefix.size(), nullptr, 10);
+    if (i < reqs.size() && !answered[i]) {
       answered[i] = true;
       --left;
-      out[i] = DirectGetAnswer(m, what + "/" + keys[i]);
+      out[i] = std::move(answer);
     }
-    natsMsg_Destroy(m);
   }
   // An answer still missing may arrive while the subscription goes away: let it land first.
-  DestroySubscription(*client_, raw_sub, /*quiesce=*/left > 0);
+  DestroySubscription(client, raw_sub, /*quiesce=*/left > 0);
+  return out;
+}
+
+// A stream's answer to a write: the revision it stored, or why not (as KindOf judges the
+// err_code; a "no responders" status or an unreadable answer: retryable).
+Result<uint64_t> WriteAnswer(natsMsg* m, const std::string& what) {
+  const int len = natsMsg_GetDataLength(m);
+  const std::string_view body(len > 0 ? natsMsg_GetData(m) : "", len > 0 ? len : 0);
+  const PubAnswer a = ReadPubAnswer(body);
+  switch (a.kind) {
+    case PubAnswer::Kind::kStored:
+      return a.seq;
+    case PubAnswer::Kind::kRefused: {
+      Error e{js_error::KindOf(a.status, a.err_code), what + ": " + a.description};
+      e.code = a.err_code;
+      return e;
+    }
+    case PubAnswer::Kind::kUnreadable:
+      break;
+  }
+  const char* status = nullptr;
+  if (natsMsgHeader_Get(m, "Status", &status) == NATS_OK) {
+    return Error::Retryable(what + ": status " + status);
+  }
+  return Error::Retryable(what + ": unreadable answer (" + a.description + ")");
+}
+
+}  // namespace
+
+std::vector<Result<std::optional<KvValue>>> KvBucket::GetMany(
+    const std::vector<std::string>& keys) {
+  const std::string what = "KV get " + name_;
+  std::vector<Result<std::optional<KvValue>>> out;
+  out.reserve(keys.size());
+  if (!direct_) {
+    for (const auto& key : keys) out.push_back(Get(key));
+    return out;
+  }
+  std::vector<Request> reqs;
+  reqs.reserve(keys.size());
+  const std::string api = "$JS.API.DIRECT.GET.KV_" + name_ + ".$KV." + name_ + ".";
+  for (const auto& key : keys) reqs.push_back({api + key, "", false});
+  auto answers = RequestMany(*client_, reqs, what);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!answers[i]) {
+      out.push_back(answers[i].error().Retold(answers[i].error().message + "/" + keys[i]));
+    } else {
+      out.push_back(DirectGetAnswer(answers[i]->get(), what + "/" + keys[i]));
+    }
+  }
   return out;
 }
 
@@ -237,6 +308,35 @@ Status KvBucket::Delete(const std::string& key) {
   auto r = Write(key, "", std::nullopt, true, "KV delete");
   if (!r) return r.error();
   return Status::Ok();
+}
+
+std::vector<Result<uint64_t>> KvBucket::WriteMany(const std::vector<KvWrite>& writes) {
+  std::vector<Result<uint64_t>> out;
+  out.reserve(writes.size());
+  std::vector<Request> reqs;
+  std::vector<size_t> sent;  // reqs[j] is writes[sent[j]]
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const KvWrite& w = writes[i];
+    if (!ValidKey(w.key)) {
+      out.emplace_back(Error::Invalid(std::string(w.del ? "KV delete " : "KV put ") + name_ + "/" +
+                                      w.key + ": invalid key"));
+      continue;
+    }
+    out.emplace_back(uint64_t{0});
+    sent.push_back(i);
+    reqs.push_back({"$KV." + name_ + "." + w.key, w.del ? std::string() : w.value, w.del});
+  }
+  auto answers = RequestMany(*client_, reqs, "KV write " + name_);
+  for (size_t j = 0; j < sent.size(); ++j) {
+    const KvWrite& w = writes[sent[j]];
+    const std::string what = std::string(w.del ? "KV delete " : "KV put ") + name_ + "/" + w.key;
+    if (!answers[j]) {
+      out[sent[j]] = answers[j].error().Retold(what + ": " + answers[j].error().message);
+    } else {
+      out[sent[j]] = WriteAnswer(answers[j]->get(), what);
+    }
+  }
+  return out;
 }
 
 }  // namespace common

@@ -2,7 +2,8 @@
 //
 // Adapter over nats.c (see nats_client.h). Ownership: KvBucket owns its kvStore handle and
 // borrows the NatsClient, which must outlive it. Thread-safety: nats.c KV handles are
-// thread-safe; any thread may call these. Each call is one request/reply.
+// thread-safe; any thread may call these. Each call is one round trip (GetMany and
+// WriteMany send all their requests before awaiting the answers).
 #pragma once
 
 #include <chrono>
@@ -18,6 +19,13 @@
 typedef struct __kvStore kvStore;
 
 namespace common {
+
+// One write of WriteMany: a value to put, or (del) the key's delete marker.
+struct KvWrite {
+  std::string key;
+  std::string value;
+  bool del = false;
+};
 
 struct KvValue {
   std::string value;
@@ -43,6 +51,11 @@ class KvBucket {
   // Fails with kPermanent when the key's revision is no longer `last`.
   Result<uint64_t> Update(const std::string& key, const std::string& value, uint64_t last);
   Status Delete(const std::string& key);
+  // Puts and deletes (any revision) in one round trip: every write is sent before any answer
+  // is awaited, each with its own reply subject, and each answered by the stream (its revision,
+  // or the refusal with its err_code). The answers are in the order of `writes`. No order
+  // between them is promised: at most one write per key.
+  std::vector<Result<uint64_t>> WriteMany(const std::vector<KvWrite>& writes);
   // The bucket's keys, in no set order: one stream info request. A deleted key may be listed
   // (its delete marker); Get() answers it as absent.
   Result<std::vector<std::string>> Keys();

@@ -103,6 +103,14 @@ void Workers::FetchLoop() {
     } else {
       f.messages = std::move(batch->messages);
       f.deliveries.reserve(f.messages.size());
+      // A redelivery is parsed under the crash-loop guard (common/crash_guard.h): the batch's
+      // markers are read in one round trip, and each marker's removal goes out with the next
+      // one's write (no two markers of this process are there while a message is parsed).
+      std::vector<std::pair<uint64_t, uint64_t>> guarded;
+      guarded.reserve(f.messages.size());
+      for (const auto& msg : f.messages)
+        guarded.emplace_back(msg.stream_seq(), msg.num_delivered());
+      crash_guard_.Prefetch(guarded);
       for (const auto& msg : f.messages) {
         Delivery d;
         d.ref = ++next_ref_;
@@ -112,20 +120,20 @@ void Workers::FetchLoop() {
         d.replayed = msg.HeaderView(common::dead_letter::kReplay).has_value();
         d.subject = std::string(msg.subject());
         // Parsing is pure and the costliest step of the intake: done here, beside the engine.
-        // A redelivery is parsed under the crash-loop guard (common/crash_guard.h).
         const auto guard = crash_guard_.Before(d.stream_seq, d.num_delivered);
         if (guard.dead_letter) {
           d.parsed.poison_reason = common::crash_guard::kReason;
           d.crash_loop_detail = guard.detail;
         } else {
           d.parsed = Parse(msg.data(), msg.HeaderView("Nats-Msg-Id").value_or(""));
-          crash_guard_.Done(guard);
+          crash_guard_.Done(guard, /*defer=*/true);
         }
         // Charged as received and as parsed (a second copy of the payload: 46 KB events held
         // 2.1 times their bytes, bench/service_memory), and the records of a held message.
         d.bytes = wire + ParsedBytes(d.parsed) + kHeldMessageBytes;
         f.deliveries.push_back(std::move(d));
       }
+      crash_guard_.Flush();
     }
     inbox_.Put(std::move(f));
     wake_();

@@ -113,6 +113,7 @@ common::Status AddRawStream(common::NatsClient& client, const RawStream& spec) {
   cfg.Storage = js_FileStorage;
   cfg.MaxMsgsPerSubject = spec.max_msgs_per_subject;
   cfg.AllowDirect = spec.allow_direct;
+  cfg.MaxMsgSize = spec.max_msg_size;
   jsStreamInfo* si = nullptr;
   natsStatus s = js_AddStream(&si, client.js(), &cfg, nullptr, nullptr);
   jsStreamInfo_Destroy(si);

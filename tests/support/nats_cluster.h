@@ -47,6 +47,7 @@ struct RawStream {
   std::string subject;
   int64_t max_msgs_per_subject = -1;
   bool allow_direct = false;
+  int32_t max_msg_size = -1;  // -1: the server's limit
 };
 common::Status AddRawStream(common::NatsClient& client, const RawStream& spec);
 
