@@ -134,6 +134,9 @@ CrashGuard::Verdict CrashGuard::Before(uint64_t stream_seq, uint64_t num_deliver
       {key,
        crash_guard::Encode({num_delivered, now_ms, instance_, crash_guard::ThisProcess(), d.stops}),
        false}};
+  // The same message again (a redelivery of one just read): its removal first, then its marker
+  // (the writes of one WriteMany have no order between them).
+  if (deferred_ == stream_seq) Flush();
   const std::optional<uint64_t> removing = deferred_;
   deferred_.reset();
   if (removing) writes.push_back({crash_guard::Key(durable_, *removing), "", true});

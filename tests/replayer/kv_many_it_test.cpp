@@ -218,4 +218,15 @@ TEST_CASE(
   guard->Done(v14, /*defer=*/true);
   CHECK_FALSE(guard->Before(15, 1).marked);
   CHECK_FALSE(marker(14));
+  // The same message again right after (read, its removal deferred): removed, then marked anew.
+  auto v20 = guard->Before(20, 2);
+  REQUIRE(v20.marked);
+  guard->Done(v20, /*defer=*/true);
+  auto again = guard->Before(20, 3);
+  REQUIRE(again.marked);
+  auto m20 = marker(20);
+  REQUIRE(m20);
+  CHECK(common::crash_guard::Decode(*m20)->delivery == 3);
+  guard->Done(again);
+  CHECK_FALSE(marker(20));
 }
