@@ -250,6 +250,12 @@ Result<std::vector<Message>> PullConsumer::Fetch(int batch, Millis timeout) {
   return out;
 }
 
+std::vector<Message> PullConsumer::TakeUnclaimed() {
+  std::vector<Message> out;
+  TakeHeld(&out, std::numeric_limits<int>::max(), 0);
+  return out;
+}
+
 Result<Fetched> PullConsumer::Fetch(int batch, int64_t max_bytes, Millis timeout) {
   Fetched out;
   const auto deadline = std::chrono::steady_clock::now() + timeout;

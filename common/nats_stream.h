@@ -120,6 +120,13 @@ class PullConsumer {
   // (no request goes out then), and count against max_bytes.
   Result<Fetched> Fetch(int batch, int64_t max_bytes, Millis timeout);
 
+  // The messages nats.c received for an earlier request that no Fetch() returned, without
+  // asking the server: a fetch that stopped waiting (its time was up on a loaded machine) before
+  // nats.c had read what the server sent leaves them for the next Fetch(). At a stop there is no
+  // next one, and they are this process's all the same (delivered, unacked): hand them back, or
+  // they wait out the ack wait. Read what the server sent first (NatsClient::Flush).
+  std::vector<Message> TakeUnclaimed();
+
  private:
   PullConsumer() = default;
   // Takes up to `max` messages (and about max_bytes, 0 = any) that nats.c already holds for

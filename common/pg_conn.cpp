@@ -25,7 +25,9 @@ Error MakeError(const std::string& sqlstate, const std::string& what, const std:
   std::string text = sqlstate.empty()
                          ? what + ": " + msg
                          : std::string(kSqlStatePrefix) + sqlstate + ": " + msg + " (" + what + ")";
-  return Error{ClassifySqlState(sqlstate), OneLine(text)};
+  Error e{ClassifySqlState(sqlstate), OneLine(text)};
+  e.sqlstate = sqlstate;
+  return e;
 }
 
 struct ResultDeleter {
@@ -35,10 +37,7 @@ using ResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
 
 }  // namespace
 
-std::string SqlStateOf(const Error& e) {
-  if (e.message.rfind(kSqlStatePrefix, 0) != 0) return "";
-  return e.message.substr(kSqlStatePrefix.size(), 5);
-}
+std::string SqlStateOf(const Error& e) { return e.sqlstate; }
 
 PgResult::PgResult(PGresult* r) : r_(r) {}
 PgResult::~PgResult() {

@@ -1,8 +1,9 @@
 // A PostgreSQL connection over libpq, with every call returning Result/Status.
 //
-// Adapter: pg_conn.cpp is the only file that includes libpq. Errors carry the SQLSTATE in their
-// message ("SQLSTATE 25006: cannot execute INSERT in a read-only transaction") and a kind from
-// ClassifySqlState (pg_error.h).
+// Adapter: pg_conn.cpp is the only file that includes libpq. Errors carry the SQLSTATE as a field
+// (Error::sqlstate, read by SqlStateOf; never parsed back out of the words), in their message for
+// the operator ("SQLSTATE 25006: cannot execute INSERT in a read-only transaction") and a kind
+// from ClassifySqlState (pg_error.h).
 // Ownership: PgConn owns its PGconn and closes it in the destructor; PgResult owns its PGresult.
 // Thread-safety: a PgConn is used by one thread at a time (libpq connections are not shared).
 #pragma once

@@ -29,6 +29,9 @@ struct Error {
   // The client library's own status when it gave the error (nats.c's natsStatus as an int, read
   // only by the adapter files), else 0.
   int client_status = 0;
+  // PostgreSQL's SQLSTATE when the server gave one ("23505": a unique violation; pg_error.h),
+  // else empty. Callers read it through pg::SqlStateOf.
+  std::string sqlstate = {};
 
   static Error Retryable(std::string m) { return {ErrorKind::kRetryable, std::move(m)}; }
   static Error Permanent(std::string m) { return {ErrorKind::kPermanent, std::move(m)}; }

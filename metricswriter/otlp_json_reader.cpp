@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "common/base64.h"
 #include "metricswriter/json_number.h"
 #include "metricswriter/otlp_text.h"
 
@@ -346,13 +347,13 @@ bool Reader::AnyValue(Value v, const Path& p, std::string& out) {
     } else if (Is(key, "bytesValue", "bytes_value")) {
       std::string_view s;
       if (!Str(fv, fp, &s)) return Field::kFailed;
-      if (!text::DecodeBase64(s, &scratch_)) {
+      if (!common::DecodeBase64(s, &scratch_)) {
         Fail(fp, "invalid base64");
         return Field::kFailed;
       }
       out.resize(start);
       out += '"';
-      text::AppendBase64(out, scratch_);
+      common::AppendBase64(out, scratch_);
       out += '"';
     } else if (Is(key, "arrayValue", "array_value") || Is(key, "kvlistValue", "kvlist_value")) {
       const bool is_array = key[0] == 'a';

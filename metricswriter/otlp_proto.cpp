@@ -7,6 +7,7 @@
 #include <limits>
 #include <mutex>
 
+#include "common/base64.h"
 #include "metricswriter/otlp_text.h"
 #include "metricswriter/otlp_wire.h"
 #include "metricswriter/proto/otlp_metrics.pb.h"
@@ -41,7 +42,7 @@ class Converter {
         break;
       case pb::AnyValue::kBytesValue:
         out += '"';
-        text::AppendBase64(out, v.bytes_value());
+        common::AppendBase64(out, v.bytes_value());
         out += '"';
         break;
       case pb::AnyValue::kArrayValue: {

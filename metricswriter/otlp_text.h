@@ -1,5 +1,6 @@
 // Canonical text pieces shared by the JSON and protobuf decoders (see otlp_model.h): JSON string
-// and number literals, base64, NUL replacement, sorted JSON objects. Pure; safe from any thread.
+// and number literals, NUL replacement, sorted JSON objects (base64: common/base64.h). Pure; safe
+// from any thread.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +18,6 @@ void AppendString(std::string& out, std::string_view s, uint64_t* nuls);
 // Shortest round-trip form, always with '.' or an exponent; NaN/±Inf as JSON strings.
 void AppendDouble(std::string& out, double d);
 void AppendInt(std::string& out, int64_t v);
-
-void AppendBase64(std::string& out, std::string_view bytes);
-// Standard or URL-safe alphabet, padding optional. False on any other character or bad length.
-bool DecodeBase64(std::string_view in, std::string* out);
 
 // One member of a JSON object being built: the raw key and its value's JSON text.
 struct Member {

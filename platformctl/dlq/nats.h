@@ -161,8 +161,7 @@ std::vector<Result<bool>> GetAll(NatsClient& client, const std::string& stream,
                                  const std::vector<uint64_t>& seqs, Millis timeout);
 
 // Pure, for the tests: the header block of a stored message ("NATS/1.0\r\nKey: value\r\n...")
-// as key/value pairs in order; and standard base64.
+// as key/value pairs in order.
 Headers ParseHeaderBlock(std::string_view block);
-std::optional<std::string> DecodeBase64(std::string_view text);
 
 }  // namespace platformctl::nats_dlq

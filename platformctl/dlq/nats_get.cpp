@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/base64.h"
 #include "common/nats_msg_ptr.h"
 #include "common/nats_status.h"
 #include "platformctl/json_whole.h"
@@ -189,14 +190,14 @@ Result<std::optional<StoredMessage>> ParseGet(const std::string& answer, const s
   auto t = nats_admin::ParseJsTime(text("time"));
   out.time_ns = t ? *t : 0;
   if (auto h = m.find("hdrs"); h != m.end() && h->is_string()) {
-    auto block = DecodeBase64(h->get_ref<const std::string&>());
+    auto block = common::DecodeBase64(h->get_ref<const std::string&>());
     if (!block) return Error::Permanent(what + ": headers that are not base64");
     out.headers = ParseHeaderBlock(*block);
   }
   if (auto d = m.find("data"); d != m.end() && d->is_string()) {
     const std::string& b64 = d->get_ref<const std::string&>();
     if (keep_data) {
-      auto data = DecodeBase64(b64);
+      auto data = common::DecodeBase64(b64);
       if (!data) return Error::Permanent(what + ": a payload that is not base64");
       out.data = std::move(*data);
       out.size = out.data.size();
@@ -262,34 +263,6 @@ Headers ParseHeaderBlock(std::string_view block) {
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
       value.remove_prefix(1);
     out.emplace_back(std::string(line.substr(0, colon)), std::string(value));
-  }
-  return out;
-}
-
-std::optional<std::string> DecodeBase64(std::string_view in) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
-  if (in.size() % 4 == 1) return std::nullopt;
-  std::string out;
-  out.reserve(in.size() / 4 * 3 + 2);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    int v = val(c);
-    if (v < 0) return std::nullopt;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
   }
   return out;
 }

@@ -14,6 +14,7 @@
 #include "common/timefmt.h"
 #include "common/topology.h"
 #include "platformctl/dlq/subject.h"
+#include "platformctl/dlq/task_store.h"
 #include "platformctl/nats_admin_request.h"
 
 namespace platformctl::dlq {
@@ -41,49 +42,6 @@ std::string RunnerName() {
 
 std::string Time(int64_t ms) { return ms > 0 ? common::FormatRfc3339(ms * 1'000'000) : "-"; }
 
-// Tries `f` again while the cluster answers nothing (an election after a node died), as every
-// platformctl request does, for up to the cluster patience (30 s).
-template <typename F>
-auto Patiently(F f) -> decltype(f()) {
-  platformctl::nats_admin::Patience patience;
-  while (true) {
-    auto r = f();
-    if (r || r.error().kind != ErrorKind::kRetryable) return r;
-    auto delay = patience.NextDelay();
-    if (!delay) return r;
-    std::this_thread::sleep_for(*delay);
-  }
-}
-
-// Creates (no `last`) or updates by compare-and-set the task's record, patiently. A write whose
-// answer was lost and that is refused when tried again may have been ours: the record read back
-// says.
-common::Result<uint64_t> WriteTask(common::KvBucket& kv, const TaskRecord& t,
-                                   std::optional<uint64_t> last) {
-  const std::string value = EncodeTask(t);
-  int tries = 0;
-  auto r = Patiently([&]() -> common::Result<uint64_t> {
-    ++tries;
-    return last ? kv.Update(t.name, value, *last) : kv.Create(t.name, value);
-  });
-  if (!r && tries > 1 && r.error().kind == ErrorKind::kPermanent) {
-    auto v = kv.Get(t.name);
-    if (v && *v && (*v)->value == value) return (*v)->revision;
-  }
-  return r;
-}
-
-common::Result<std::unique_ptr<common::KvBucket>> OpenBucket(RunEnv& env) {
-  auto b = Patiently(
-      [&] { return common::KvBucket::Bind(env.client, common::topology::kDlqTasksBucket); });
-  if (!b && b.error().kind != ErrorKind::kRetryable) {
-    return common::Error::Invalid(std::string("the KV bucket ") +
-                                  common::topology::kDlqTasksBucket +
-                                  " cannot be used (run platformctl init): " + b.error().message);
-  }
-  return b;
-}
-
 int Refuse(RunEnv& env, const std::string& why) {
   env.err << "platformctl: " << why << "\n";
   return 2;
@@ -93,41 +51,11 @@ int FailTask(RunEnv& env, const common::Error& e) {
   return e.kind == ErrorKind::kInvalid ? Refuse(env, e.message) : Fail(env, e);
 }
 
-struct Loaded {
-  TaskRecord t;
-  uint64_t rev = 0;
-};
-
-common::Result<std::optional<Loaded>> Load(common::KvBucket& kv, const std::string& name) {
-  auto v = Patiently([&] { return kv.Get(name); });
-  if (!v) return v.error();
-  if (!*v) return std::optional<Loaded>();
-  auto t = DecodeTask((*v)->value);
-  if (!t) return common::Error::Invalid("task " + name + ": " + t.error().message);
-  return std::optional<Loaded>(Loaded{std::move(*t), (*v)->revision});
-}
-
-common::Result<std::vector<TaskRecord>> LoadAll(common::KvBucket& kv) {
-  auto keys = Patiently([&] { return kv.Keys(); });
-  if (!keys) return keys.error();
-  std::sort(keys->begin(), keys->end());
-  std::vector<TaskRecord> out;
-  for (const auto& k : *keys) {
-    auto l = Load(kv, k);
-    if (!l) {
-      if (l.error().kind == ErrorKind::kInvalid) continue;  // not ours: not listed
-      return l.error();
-    }
-    if (*l) out.push_back(std::move((*l)->t));
-  }
-  return out;
-}
-
 // Keeps a task's record current while RunReplay runs it: progress and a heartbeat at least
 // every kTaskHeartbeatMs, by compare-and-set, so a cancel or a take-over in between is seen.
 class Keeper {
  public:
-  Keeper(RunEnv& env, common::KvBucket& kv, Loaded l)
+  Keeper(RunEnv& env, common::KvBucket& kv, task_store::Loaded l)
       : env_(env), kv_(kv), t_(std::move(l.t)), rev_(l.rev), base_(t_) {}
 
   ReplayOptions Hook(ReplayOptions o) {
@@ -217,7 +145,7 @@ class Keeper {
 
   // Someone else wrote the record: a cancel, or a resume that counted this runner gone.
   bool Reload(std::string& why) {
-    auto l = Load(kv_, t_.name);
+    auto l = task_store::Load(kv_, t_.name);
     if (!l || !*l) {
       why = stop_why_ = "the task's record could not be read back: stopped";
       lost_ = true;
@@ -254,7 +182,7 @@ class Keeper {
       t_.updated_ms = NowMs();
       auto rev = kv_.Update(t_.name, EncodeTask(t_), rev_);
       if (rev) return;
-      auto l = Load(kv_, t_.name);
+      auto l = task_store::Load(kv_, t_.name);
       if (!l || !*l || (*l)->t.runner != t_.runner) break;
       rev_ = (*l)->rev;
       if ((*l)->t.state == TaskState::kCancelling) {
@@ -280,7 +208,7 @@ class Keeper {
   static constexpr int64_t kProgressEveryMs = 5'000;
 };
 
-int RunTask(RunEnv& env, common::KvBucket& kv, Loaded l, ReplayOptions o) {
+int RunTask(RunEnv& env, common::KvBucket& kv, task_store::Loaded l, ReplayOptions o) {
   auto q = ParseQueue(l.t.queue);
   auto sel = Selection::Parse(l.t.selection);
   if (!q || !sel) return Refuse(env, "task " + l.t.name + ": its selection no longer parses");
@@ -317,10 +245,10 @@ int RunTaskStart(RunEnv& env, const TaskStart& start) {
   if (auto to = CheckToSubject(env.client, start.queue, start.replay.to_subject); !to) {
     return FailTask(env, to.error());
   }
-  auto kv = OpenBucket(env);
+  auto kv = task_store::OpenBucket(env);
   if (!kv) return FailTask(env, kv.error());
   if (!start.allow_parallel) {
-    auto all = LoadAll(**kv);
+    auto all = task_store::LoadAll(**kv);
     if (!all) return FailTask(env, all.error());
     auto blocking = BlockingTasks(*all, start.queue.name);
     if (!blocking.empty()) {
@@ -341,7 +269,7 @@ int RunTaskStart(RunEnv& env, const TaskStart& start) {
   t.runner = RunnerName();
   t.started_ms = t.updated_ms = NowMs();
   t.parallel = start.allow_parallel;
-  auto rev = WriteTask(**kv, t, std::nullopt);
+  auto rev = task_store::WriteTask(**kv, t, std::nullopt);
   if (!rev) {
     if (rev.error().kind == ErrorKind::kRetryable) return Fail(env, rev.error());
     return Refuse(env, "a task named " + t.name +
@@ -349,20 +277,20 @@ int RunTaskStart(RunEnv& env, const TaskStart& start) {
                            "name)");
   }
   if (!start.replay.json) env.out << "task " << t.name << " started by " << t.runner << "\n";
-  return RunTask(env, **kv, Loaded{std::move(t), *rev}, start.replay);
+  return RunTask(env, **kv, task_store::Loaded{std::move(t), *rev}, start.replay);
 }
 
 int RunTaskResume(RunEnv& env, const std::string& name, bool json) {
-  auto kv = OpenBucket(env);
+  auto kv = task_store::OpenBucket(env);
   if (!kv) return FailTask(env, kv.error());
-  auto l = Load(**kv, name);
+  auto l = task_store::Load(**kv, name);
   if (!l) return FailTask(env, l.error());
   if (!*l) return Refuse(env, "no task named " + Printable(name));
   std::string refusal = ResumeRefusal((*l)->t, NowMs());
   if (!refusal.empty()) return Refuse(env, "task " + name + " cannot be resumed: " + refusal);
   if ((*l)->t.state == TaskState::kCancelled && !(*l)->t.parallel) {
     // A cancelled task let go of its DLQ: another task may hold it now.
-    auto all = LoadAll(**kv);
+    auto all = task_store::LoadAll(**kv);
     if (!all) return FailTask(env, all.error());
     auto blocking = ResumeBlockedBy((*l)->t, *all);
     if (!blocking.empty()) {
@@ -384,13 +312,13 @@ int RunTaskResume(RunEnv& env, const std::string& name, bool json) {
     }
     if (!to) return Fail(env, to.error());
   }
-  Loaded taken = std::move(**l);
+  task_store::Loaded taken = std::move(**l);
   std::string previous = taken.t.runner;
   taken.t.state = TaskState::kRunning;
   taken.t.runner = RunnerName();
   taken.t.updated_ms = NowMs();
   taken.t.note = "resumed from " + previous + " after seq " + std::to_string(Reached(taken.t));
-  auto rev = WriteTask(**kv, taken.t, taken.rev);
+  auto rev = task_store::WriteTask(**kv, taken.t, taken.rev);
   if (!rev) {
     if (rev.error().kind == ErrorKind::kRetryable) return Fail(env, rev.error());
     return Refuse(env, "task " + name +
@@ -405,12 +333,12 @@ int RunTaskResume(RunEnv& env, const std::string& name, bool json) {
 }
 
 int RunTaskCancel(RunEnv& env, const std::string& name, int64_t wait_ms) {
-  auto kv = OpenBucket(env);
+  auto kv = task_store::OpenBucket(env);
   if (!kv) return FailTask(env, kv.error());
-  auto l = Load(**kv, name);
+  auto l = task_store::Load(**kv, name);
   if (!l) return FailTask(env, l.error());
   if (!*l) return Refuse(env, "no task named " + Printable(name));
-  Loaded cur = std::move(**l);
+  task_store::Loaded cur = std::move(**l);
   const int64_t now = NowMs();
   if (cur.t.state == TaskState::kCancelled) {
     env.out << "task " << name << " is cancelled already\n";
@@ -422,7 +350,7 @@ int RunTaskCancel(RunEnv& env, const std::string& name, int64_t wait_ms) {
   cur.t.note = "cancelled by " + RunnerName() + " at " + Time(now);
   cur.t.state = live ? TaskState::kCancelling : TaskState::kCancelled;
   if (!live) cur.t.updated_ms = now;
-  auto rev = WriteTask(**kv, cur.t, cur.rev);
+  auto rev = task_store::WriteTask(**kv, cur.t, cur.rev);
   if (!rev) {
     if (rev.error().kind == ErrorKind::kRetryable) return Fail(env, rev.error());
     return Refuse(env, "task " + name + " changed meanwhile: look again with dlq task list");
@@ -437,7 +365,7 @@ int RunTaskCancel(RunEnv& env, const std::string& name, int64_t wait_ms) {
   const int64_t until = now + wait_ms;
   while (NowMs() < until && !env.stop.stopping()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    auto again = Load(**kv, name);
+    auto again = task_store::Load(**kv, name);
     if (again && *again && (*again)->t.state == TaskState::kCancelled) {
       const TaskRecord& t = (*again)->t;
       env.out << "task " << name << " cancelled at seq " << Reached(t) << " of " << t.end_seq
@@ -452,9 +380,9 @@ int RunTaskCancel(RunEnv& env, const std::string& name, int64_t wait_ms) {
 }
 
 int RunTaskList(RunEnv& env, bool json) {
-  auto kv = OpenBucket(env);
+  auto kv = task_store::OpenBucket(env);
   if (!kv) return FailTask(env, kv.error());
-  auto all = LoadAll(**kv);
+  auto all = task_store::LoadAll(**kv);
   if (!all) return FailTask(env, all.error());
   const int64_t now = NowMs();
   if (json) {

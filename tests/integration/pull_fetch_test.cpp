@@ -1,9 +1,12 @@
 // PullConsumer against a real nats-server that goes away and comes back: a fetch made while the
-// connection is down must leave nothing behind for the reconnect (common/nats_stream.h).
+// connection is down must leave nothing behind for the reconnect (common/nats_stream.h). And a
+// fetch whose time is up before nats.c has read what the server sent: TakeUnclaimed() takes
+// the rest.
 #include <nats/nats.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "common/nats_client.h"
@@ -28,19 +31,28 @@ int64_t AckPending(common::NatsClient& client, const char* stream, const char* d
   return n;
 }
 
+// A work stream `stream` on `subject` with the durable pull consumer `durable`.
+std::unique_ptr<common::PullConsumer> StreamAndConsumer(common::NatsClient& client,
+                                                        const std::string& stream,
+                                                        const std::string& subject,
+                                                        const std::string& durable) {
+  REQUIRE(testsupport::AddRawStream(client, {stream, subject}).ok());
+  common::ConsumerSpec spec;
+  spec.stream = stream;
+  spec.durable = durable;
+  spec.filter_subject = subject;
+  auto consumer = common::PullConsumer::Bind(client, spec);
+  REQUIRE(consumer.ok());
+  return std::move(*consumer);
+}
+
 }  // namespace
 
 TEST_CASE("a fetch while NATS is away fails at once and leaves no pull request for the reconnect",
           "[integration][nats]") {
   TestStack stack({"nats"});
   auto client = testsupport::ConnectNats(stack);
-  REQUIRE(testsupport::AddRawStream(*client, {"PULL_T", "pull.t"}).ok());
-  common::ConsumerSpec spec;
-  spec.stream = "PULL_T";
-  spec.durable = "puller";
-  spec.filter_subject = "pull.t";
-  auto consumer = common::PullConsumer::Bind(*client, spec);
-  REQUIRE(consumer.ok());
+  auto consumer = StreamAndConsumer(*client, "PULL_T", "pull.t", "puller");
   for (int i = 0; i < 5; ++i) {
     common::OutMessage m;
     m.subject = "pull.t";
@@ -53,10 +65,10 @@ TEST_CASE("a fetch while NATS is away fails at once and leaves no pull request f
   // Both kinds of fetch, several times, as a fetch loop would while the server is away.
   for (int i = 0; i < 4; ++i) {
     auto started = Clock::now();
-    auto batch = (*consumer)->Fetch(100, common::Millis(500));
+    auto batch = consumer->Fetch(100, common::Millis(500));
     CHECK_FALSE(batch.ok());
     if (!batch.ok()) CHECK(batch.error().kind == common::ErrorKind::kRetryable);
-    auto bounded = (*consumer)->Fetch(100, 1 << 20, common::Millis(500));
+    auto bounded = consumer->Fetch(100, 1 << 20, common::Millis(500));
     CHECK_FALSE(bounded.ok());
     if (!bounded.ok()) CHECK(bounded.error().kind == common::ErrorKind::kRetryable);
     CHECK(Clock::now() - started < std::chrono::milliseconds(400));  // refused, not waited out
@@ -74,7 +86,7 @@ TEST_CASE("a fetch while NATS is away fails at once and leaves no pull request f
   int got = 0;
   auto deadline = Clock::now() + std::chrono::seconds(20);
   while (got < 5 && Clock::now() < deadline) {
-    auto batch = (*consumer)->Fetch(100, common::Millis(500));
+    auto batch = consumer->Fetch(100, common::Millis(500));
     if (!batch.ok()) continue;  // the first fetches may race the resubscription
     for (auto& m : *batch) {
       REQUIRE(m.Ack().ok());
@@ -82,4 +94,67 @@ TEST_CASE("a fetch while NATS is away fails at once and leaves no pull request f
     }
   }
   CHECK(got == 5);
+}
+
+TEST_CASE("what a fetch that stopped waiting left in nats.c is taken by TakeUnclaimed",
+          "[integration][nats]") {
+  TestStack stack({"nats"});
+  auto client = testsupport::ConnectNats(stack);
+  auto consumer = StreamAndConsumer(*client, "PULL_L", "pull.l", "late");
+  // 100 messages of 256 KiB: 25 MiB, more than nats.c reads in the fetch's 10 ms.
+  for (int i = 0; i < 100; ++i) {
+    common::OutMessage m;
+    m.subject = "pull.l";
+    m.data = std::string(256 * 1024, static_cast<char>('a' + i % 26));
+    REQUIRE(common::PublishSync(*client, m).ok());
+  }
+  // A request the server finds expired delivers nothing: asked again until one delivers.
+  std::vector<common::Message> got;
+  for (int attempt = 0; attempt < 20 && AckPending(*client, "PULL_L", "late") <= 0; ++attempt) {
+    auto batch = consumer->Fetch(100, 0, common::Millis(10));
+    REQUIRE(batch.ok());
+    for (auto& m : batch->messages) got.push_back(std::move(m));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  const size_t fetched = got.size();
+  // The server counts a message delivered when its consumer hands it to the connection, before
+  // the bytes are out: the count once it holds still, then what nats.c holds by then.
+  int64_t delivered = -1;
+  auto changed = Clock::now();
+  REQUIRE(testsupport::WaitFor(
+      [&] {
+        const int64_t now = AckPending(*client, "PULL_L", "late");
+        if (now != delivered) {
+          delivered = now;
+          changed = Clock::now();
+        }
+        return delivered > 0 && Clock::now() - changed >= std::chrono::milliseconds(500);
+      },
+      10'000));
+  std::vector<common::Message> late;
+  testsupport::WaitFor(
+      [&] {
+        for (auto& m : consumer->TakeUnclaimed()) late.push_back(std::move(m));
+        return static_cast<int64_t>(fetched + late.size()) >= delivered;
+      },
+      5000);
+  INFO("delivered " << delivered << ", the fetch returned " << fetched << ", left in nats.c "
+                    << late.size());
+  CHECK(late.size() > 0);
+  CHECK(static_cast<int64_t>(fetched + late.size()) == delivered);
+  CHECK(consumer->TakeUnclaimed().empty());
+  // Handed back, they come again at once (no ack wait): delivery 2.
+  for (auto& m : late) REQUIRE(m.Nak(common::Millis(0)).ok());
+  for (auto& m : got) REQUIRE(m.Ack().ok());
+  size_t again = 0;
+  auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (again < late.size() && Clock::now() < deadline) {
+    auto more = consumer->Fetch(10, 0, common::Millis(1000));
+    REQUIRE(more.ok());
+    for (auto& m : more->messages) {  // and the ones never delivered, once each
+      if (m.num_delivered() == 2) ++again;
+      REQUIRE(m.Ack().ok());
+    }
+  }
+  CHECK(again == late.size());
 }

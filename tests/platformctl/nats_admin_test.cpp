@@ -6,6 +6,7 @@
 #include <chrono>
 #include <string>
 
+#include "common/base64.h"
 #include "common/js_error.h"
 #include "platformctl/dlq/nats.h"
 #include "platformctl/dlq/nats_get.h"
@@ -229,7 +230,7 @@ TEST_CASE("erase: a retry refused as gone is erased only when the stream no long
 }
 
 TEST_CASE("stored messages: header blocks and base64 as JetStream returns them", "[dlq]") {
-  using platformctl::nats_dlq::DecodeBase64;
+  using common::DecodeBase64;  // common/base64.h (its own tests: tests/unit/base64_test.cpp)
   using platformctl::nats_dlq::ParseHeaderBlock;
   CHECK(ParseHeaderBlock("NATS/1.0\r\nSa-Dlq-Reason: a: b\r\nX:y\r\nX: z\r\n\r\n") ==
         common::Headers{{"Sa-Dlq-Reason", "a: b"}, {"X", "y"}, {"X", "z"}});

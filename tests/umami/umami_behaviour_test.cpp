@@ -15,7 +15,7 @@
 #include <random>
 #include <string>
 
-#include "platformctl/dlq/nats.h"
+#include "common/base64.h"
 #include "tests/support/test_stack.h"
 
 namespace {
@@ -97,15 +97,11 @@ class Umami {
   int port_;
 };
 
-// base64url without padding, as a JWT carries it: the standard alphabet's decoder after '-'
-// and '_' are put back as '+' and '/' (nullopt on any other character outside it).
-std::optional<std::string> Base64UrlDecode(std::string in) {
-  for (char& ch : in) {
-    if (ch == '+' || ch == '/') return std::nullopt;
-    if (ch == '-') ch = '+';
-    if (ch == '_') ch = '/';
-  }
-  return platformctl::nats_dlq::DecodeBase64(in);
+// base64url without padding, as a JWT carries it (nullopt for the standard alphabet's '+' and
+// '/', and for any character outside both).
+std::optional<std::string> Base64UrlDecode(const std::string& in) {
+  if (in.find_first_of("+/") != std::string::npos) return std::nullopt;
+  return common::DecodeBase64(in);
 }
 
 // The claim `field` of a bare JWT ("" when the token is no JWT or has no such string claim).
