@@ -27,7 +27,7 @@ TEST_CASE("base64: RFC 4648 vectors, both ways", "[unit]") {
   CHECK(common::DecodeBase64("TkFUUy8xLjANCg0K") == std::string("NATS/1.0\r\n\r\n"));
 }
 
-TEST_CASE("base64: every byte value survives a round trip; the URL-safe alphabet decodes too",
+TEST_CASE("base64: every byte value survives a round trip, and the URL-safe alphabet decodes too",
           "[unit]") {
   std::string bytes;
   for (int i = 0; i < 256; ++i) bytes += static_cast<char>(i);
