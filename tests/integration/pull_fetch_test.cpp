@@ -143,18 +143,24 @@ TEST_CASE("what a fetch that stopped waiting left in nats.c is taken by TakeUncl
   CHECK(late.size() > 0);
   CHECK(static_cast<int64_t>(fetched + late.size()) == delivered);
   CHECK(consumer->TakeUnclaimed().empty());
-  // Handed back, they come again at once (no ack wait): delivery 2.
+  // Handed back, they come again at once (no ack wait): delivery 2. Every one of the 100 is
+  // acked before the end: a 256 KiB message still on its way when the connection closes is a
+  // buffer nats.c 3.4 never frees (LeakSanitizer, the sanitizer pass of e9f5003).
   for (auto& m : late) REQUIRE(m.Nak(common::Millis(0)).ok());
   for (auto& m : got) REQUIRE(m.Ack().ok());
   size_t again = 0;
-  auto deadline = Clock::now() + std::chrono::seconds(20);
-  while (again < late.size() && Clock::now() < deadline) {
+  size_t acked = got.size();
+  auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (acked < 100 && Clock::now() < deadline) {
     auto more = consumer->Fetch(10, 0, common::Millis(1000));
     REQUIRE(more.ok());
     for (auto& m : more->messages) {  // and the ones never delivered, once each
       if (m.num_delivered() == 2) ++again;
       REQUIRE(m.Ack().ok());
+      ++acked;
     }
   }
+  CHECK(acked == 100);
+  REQUIRE(client->Flush(5000).ok());
   CHECK(again == late.size());
 }

@@ -53,11 +53,13 @@ TEST_CASE("wait progressing: a count that stops fails after the stall time, with
 }
 
 TEST_CASE("wait progressing: a count that falls back is no progress", "[wait]") {
-  // 5, 4, 5, 4, …: never above 5, so the 40 ms run from the first reading.
+  // 5, 4, 5, 4, …: never above 5, so the 400 ms run from the first reading. The stall time is
+  // long beside the 5 ms polls so that the count falls back and rises again (a third call) even
+  // on a loaded machine: with 40 ms, one late sleep under the sanitizers left two calls.
   int64_t calls = 0;
   std::string why = WaitProgressing([] { return false; }, [&] { return 4 + (++calls % 2); },
-                                    "drain", 40, 60'000, 5);
-  CHECK_THAT(why, Catch::StartsWith("drain made no progress for 40 ms (at "));
+                                    "drain", 400, 60'000, 5);
+  CHECK_THAT(why, Catch::StartsWith("drain made no progress for 400 ms (at "));
   CHECK(calls > 2);
 }
 
