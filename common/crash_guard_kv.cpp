@@ -157,17 +157,8 @@ CrashGuard::Verdict CrashGuard::Before(uint64_t stream_seq, uint64_t num_deliver
 void CrashGuard::Done(const Verdict& v, bool defer) {
   if (!v.marked) return;
   Flush();  // none is left (Before() sent it) unless a caller deferred twice
-  if (defer) {
-    deferred_ = v.seq;
-    return;
-  }
-  // Resting (a request failed while this message was read): tried again after the rest.
-  if (!rest_.Resting(std::chrono::steady_clock::now())) {
-    auto st = bucket_->Delete(crash_guard::Key(durable_, v.seq));
-    if (st.ok()) return;
-    Failed("removing marker " + crash_guard::Key(durable_, v.seq), st.error());
-  }
-  not_removed_.push_back(v.seq);
+  deferred_ = v.seq;
+  if (!defer) Flush();  // now; resting, it is tried again after the rest
 }
 
 }  // namespace common
